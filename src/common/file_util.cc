@@ -1,0 +1,156 @@
+#include "common/file_util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <vector>
+
+namespace hotfix {
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // close(2) can report a deferred write error: callers that write must check it.
+  int Close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+Status WriteAllFd(int fd, std::string_view data, const std::string& what) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("writing " + what, errno);
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status FsyncDir(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return Status::FromErrno("opening folder " + dir, errno);
+  if (::fsync(fd.get()) != 0) return Status::FromErrno("fsync folder " + dir, errno);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string DirName(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return Status::FromErrno("open " + path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("stat " + path, errno);
+  if (S_ISDIR(st.st_mode)) return Status::FromErrno("read " + path, EISDIR);
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno("read " + path, errno);
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      return Status::InvalidArgument("read " + path + ": file is larger than " +
+                                     std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::optional<mode_t> ExistingMode(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return st.st_mode & 07777;
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view data,
+                           const AtomicWriteOptions& options) {
+  const std::string dir = DirName(path);
+  std::string tmpl = dir + "/" + options.temp_prefix + "XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  Fd fd(::mkostemp(name.data(), O_CLOEXEC));
+  if (fd.get() < 0) return Status::FromErrno("creating temp file in " + dir, errno);
+  const std::string tmp(name.data());
+
+  Status st = WriteAllFd(fd.get(), data, tmp);
+  if (st.ok() && ::fchmod(fd.get(), options.mode) != 0) st = Status::FromErrno("chmod " + tmp, errno);
+  if (st.ok() && ::fsync(fd.get()) != 0) st = Status::FromErrno("fsync " + tmp, errno);
+  if (fd.Close() != 0 && st.ok()) st = Status::FromErrno("close " + tmp, errno);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Status::FromErrno("rename " + tmp + " to " + path, errno);
+  }
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  // The rename is only durable once the folder entry is on disk.
+  return FsyncDir(dir);
+}
+
+int RemoveStaleTempFiles(const std::string& dir, const std::string& prefix) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  int removed = 0;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view name(e->d_name);
+    if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) continue;
+    std::string full = dir + "/" + std::string(name);
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::unlink(full.c_str()) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
+
+StatusOr<FolderLock> FolderLock::Acquire(const std::string& dir, Deadline deadline) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("opening folder " + dir, errno);
+  // flock has no timeout: poll with LOCK_NB until the deadline.
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    if (err == EWOULDBLOCK && !deadline.expired()) {
+      ::usleep(5000);
+      continue;
+    }
+    if (err == EINTR) continue;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return Status::DeadlineExceeded("locking folder " + dir + ": held by another process");
+    }
+    return Status::FromErrno("locking folder " + dir, err);
+  }
+  return FolderLock(fd);
+}
+
+FolderLock::~FolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // Closing releases the flock.
+}
+
+}  // namespace hotfix

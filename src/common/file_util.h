@@ -1,0 +1,58 @@
+// Durable file primitives. Every file a node depends on is replaced atomically: readers see
+// the old content or the new, never a partial one, even across a power cut.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/deadline.h"
+#include "common/status.h"
+
+namespace hotfix {
+
+// Reads a whole file, refusing files larger than max_bytes. ENOENT gives kNotFound.
+StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes);
+
+struct AtomicWriteOptions {
+  // Permission bits of the new file, applied with fchmod so umask does not interfere.
+  mode_t mode = 0644;
+  // Temp files are "<dir>/<temp_prefix><random>"; RemoveStaleTempFiles() recognises them.
+  std::string temp_prefix = ".tmp-";
+};
+
+// Writes data to a temp file in path's folder, fsyncs it, renames it over path and fsyncs
+// the folder. On any failure the temp file is removed and path is untouched.
+Status WriteFileAtomically(const std::string& path, std::string_view data,
+                           const AtomicWriteOptions& options);
+
+// Permission bits of an existing file, nullopt if it does not exist (other errors too:
+// the caller falls back to its default mode).
+std::optional<mode_t> ExistingMode(const std::string& path);
+
+// Removes "<dir>/<prefix>*" regular files left by a run that was killed mid-write. Call it
+// only while holding the folder's lock (FolderLock). Returns how many were removed.
+int RemoveStaleTempFiles(const std::string& dir, const std::string& prefix);
+
+// The folder part of a path ("." for a bare name).
+std::string DirName(const std::string& path);
+
+// An exclusive flock(2) on a folder, released on destruction. Writers of the same folder
+// (check-hotfix, download-hotfix) take it so that temp files found under it are stale.
+class FolderLock {
+ public:
+  // Waits for the lock until the deadline: a stuck holder must not stall provisioning.
+  static StatusOr<FolderLock> Acquire(const std::string& dir, Deadline deadline);
+  FolderLock(FolderLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  FolderLock& operator=(FolderLock&&) = delete;
+  FolderLock(const FolderLock&) = delete;
+  ~FolderLock();
+
+ private:
+  explicit FolderLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+}  // namespace hotfix

@@ -1,0 +1,69 @@
+// JSON log lines in the shape of Go's slog JSON handler, which the reference writes and
+// operators grep: {"time":"...","level":"INFO","msg":"...","key":value,...}. Each line goes
+// to the log file (append, 0644) and to stderr.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hotfix {
+
+struct LogField {
+  LogField(std::string_view k, std::string_view v) : key(k), value(std::string(v)) {}
+  LogField(std::string_view k, const char* v) : key(k), value(std::string(v)) {}
+  LogField(std::string_view k, const std::string& v) : key(k), value(v) {}
+  LogField(std::string_view k, int64_t v) : key(k), value(v) {}
+  LogField(std::string_view k, int v) : key(k), value(int64_t{v}) {}
+  LogField(std::string_view k, bool v) : key(k), value(v) {}
+  LogField(std::string_view k, const Status& s) : key(k), value(s.ToString()) {}
+  std::string key;
+  std::variant<std::string, int64_t, bool> value;
+};
+
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+
+class Logger {
+ public:
+  // Writes only to stderr until OpenFile() succeeds.
+  Logger() = default;
+  ~Logger();
+  Logger(const Logger&) = delete;
+  Logger& operator=(const Logger&) = delete;
+
+  // Opens (creating with 0644, appending) the log file; lines then go to both sinks.
+  Status OpenFile(const std::string& path);
+  void set_stderr(bool on) { to_stderr_ = on; }
+
+  void Log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields = {});
+  void Info(std::string_view msg, std::initializer_list<LogField> fields = {}) {
+    Log(LogLevel::kInfo, msg, fields);
+  }
+  void Warn(std::string_view msg, std::initializer_list<LogField> fields = {}) {
+    Log(LogLevel::kWarn, msg, fields);
+  }
+  void Error(std::string_view msg, std::initializer_list<LogField> fields = {}) {
+    Log(LogLevel::kError, msg, fields);
+  }
+
+  // One JSON line, without the trailing newline; exposed for tests.
+  static std::string FormatLine(LogLevel level, std::string_view msg,
+                                const std::vector<LogField>& fields);
+
+ private:
+  std::mutex mu_;
+  int fd_ = -1;
+  bool to_stderr_ = true;
+};
+
+// A logger that discards everything: for tests and library code with nothing to say.
+Logger& NullLogger();
+
+}  // namespace hotfix

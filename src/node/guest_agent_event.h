@@ -1,0 +1,29 @@
+// Guest-agent telemetry events: one JSON file per event in the CustomScript extension's
+// events folder, in the exact format of AgentBaker's helpers/guestagent.go (reference §3).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/log.h"
+#include "common/status.h"
+
+namespace hotfix::node {
+
+struct GuestAgentEvent {
+  std::string task;  // "CheckHotfix" -> TaskName "AKS.AKSNodeController.CheckHotfix"
+  bool error = false;
+  std::string message;  // the timing suffix is appended
+  std::chrono::system_clock::time_point start;
+  std::chrono::system_clock::time_point end;
+};
+
+// {"Timestamp","OperationId","Version":"1.23","TaskName","EventLevel","Message",
+//  "EventPid":"0","EventTid":"0"}, compact, no trailing newline, local time.
+std::string FormatGuestAgentEvent(const GuestAgentEvent& event);
+
+// Writes "<dir>/<unix nanoseconds>.json" (0644), creating dir (0755) when needed. The file
+// is written atomically, so a reader never sees half an event.
+Status WriteGuestAgentEvent(const std::string& dir, const GuestAgentEvent& event);
+
+}  // namespace hotfix::node

@@ -1,0 +1,46 @@
+// The node's identity: the signature of the VM's attested document from the Azure Instance
+// Metadata Service (reference §1.4).
+#pragma once
+
+#include <string>
+
+#include "common/deadline.h"
+#include "common/log.h"
+#include "common/secret.h"
+#include "common/status.h"
+
+namespace hotfix::node {
+
+// Where the attested token comes from. Tests swap in fakes.
+class AttestedTokenSource {
+ public:
+  virtual ~AttestedTokenSource() = default;
+  // The raw "signature" string; errors read "imds attested token: …".
+  virtual StatusOr<Secret> Fetch(Deadline deadline) = 0;
+};
+
+inline constexpr char kDefaultImdsUrl[] =
+    "http://169.254.169.254/metadata/attested/document?api-version=2025-04-07";
+
+// GET <url> with "Metadata: true", never through a proxy, no redirects followed. Two
+// attempts, no sleep between them; each attempt: connect 1 s, whole attempt 2 s, body capped
+// at 1 MiB. Any failure (transport, status other than 200, JSON, empty signature) is
+// retried once, logged as WARN "fetch attempt failed, retrying".
+class ImdsTokenSource : public AttestedTokenSource {
+ public:
+  ImdsTokenSource(std::string url, Logger& log) : url_(std::move(url)), log_(log) {}
+  StatusOr<Secret> Fetch(Deadline deadline) override;
+
+  // One attempt, for tests.
+  StatusOr<Secret> FetchOnce(Deadline deadline);
+
+ private:
+  std::string url_;
+  Logger& log_;
+};
+
+// Extracts "signature" from an IMDS response body (Go's lenient decode: key matched
+// case-insensitively). Errors: invalid JSON, "imds attested document had empty signature".
+StatusOr<Secret> ParseAttestedDocument(std::string_view body);
+
+}  // namespace hotfix::node

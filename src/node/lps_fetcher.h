@@ -1,0 +1,48 @@
+// Fetching the served config of a component from the live-patching service. The check-hotfix
+// workflow sees only this interface; GrpcLpsFetcher is the real one.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/log.h"
+#include "node/imds.h"
+#include "wire/grpc_status.h"
+
+namespace hotfix::node {
+
+struct FetchResult {
+  // The config string of the response (may be empty).
+  std::string config;
+  // OK on success. from_server tells a status the service sent from one this client made up.
+  wire::GrpcStatus status;
+  // True when the failure never reached the gRPC layer (endpoint, CA, IMDS): the reference's
+  // "not a gRPC status" row.
+  bool local_error = false;
+  bool ok() const { return status.ok() && !local_error; }
+  std::string ErrorText() const;
+};
+
+class LpsFetcher {
+ public:
+  virtual ~LpsFetcher() = default;
+  virtual FetchResult Fetch() = 0;
+};
+
+struct GrpcLpsFetcherOptions {
+  std::string node_config_path;
+  std::string nbc_cmd_path;
+  std::string connect_to;  // "HOST:PORT" TCP override; SNI and :authority stay the apiserver's
+  std::string server_name = "aks-security-patch.data.mcr.microsoft.com";
+  std::string component = "aksNodeController";
+  int timeout_ms = 3000;  // one budget: resolve, connect, TLS, call
+  std::string user_agent;
+};
+
+// Resolves the endpoint and checks the CA first (no IMDS call for a node that cannot
+// connect), then fetches the attested token while it connects and handshakes, and calls
+// GetComponentConfig with the token as "authorization" metadata.
+std::unique_ptr<LpsFetcher> NewGrpcLpsFetcher(GrpcLpsFetcherOptions options,
+                                              AttestedTokenSource& tokens, Logger& log);
+
+}  // namespace hotfix::node

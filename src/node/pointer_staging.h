@@ -1,0 +1,28 @@
+// Staging the served map into the pointer file: read-modify-write that carries over the
+// existing version and scripts_version verbatim, replaces hotfixes whole, keeps the file's
+// permission bits (0644 for a new file), and replaces the file atomically and durably under
+// the folder lock, clearing temp files a killed run left behind.
+#pragma once
+
+#include <string>
+
+#include "common/deadline.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "node/hotfix_pointer.h"
+
+namespace hotfix::node {
+
+inline constexpr char kPointerTempPrefix[] = ".aks-node-controller-hotfix-";
+
+// What the pointer file would hold after staging `hotfixes`, without writing anything. An
+// unreadable or invalid existing file logs WARN "could not read existing hotfix pointer;
+// version/scripts_version will not be preserved" and carries nothing over.
+HotfixPointer PlanStagedPointer(const std::string& path, const HotfixMap& hotfixes, Logger& log);
+
+// Plans and writes. Logs INFO "staged hotfix pointer for download-hotfix" with path.
+// Errors read "writing hotfix config: <why>"; the pointer is then untouched.
+Status StageHotfixes(const std::string& path, const HotfixMap& hotfixes, Deadline deadline,
+                     Logger& log);
+
+}  // namespace hotfix::node

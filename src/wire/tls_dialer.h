@@ -1,0 +1,56 @@
+// DialTls: resolve, connect (directly or through an HTTP CONNECT proxy) and complete a TLS
+// handshake, all under one deadline. Verification cannot be turned off: a CA and a name to
+// verify are required, and only that CA is trusted (never the system roots).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/status.h"
+#include "wire/byte_stream.h"
+#include "wire/http_proxy.h"
+
+namespace hotfix::wire {
+
+struct TlsDialOptions {
+  // TCP destination (a DNS name or an IP literal, no brackets) and port.
+  std::string host;
+  uint16_t port = 443;
+  // Tunnel through this proxy with HTTP CONNECT host:port.
+  std::optional<ProxyConfig> proxy;
+  // Server Name Indication; not sent when empty or an IP literal.
+  std::string sni;
+  // Offered in this order, e.g. {"aks-live-patching", "h2"}.
+  std::vector<std::string> alpn;
+  // The handshake fails unless the server selected exactly this protocol.
+  std::string required_alpn = "h2";
+  // The DNS name the server certificate must carry (SAN; no partial wildcards). Required.
+  std::string verify_name;
+  // PEM trust anchors; every CERTIFICATE block is trusted, nothing else. Required.
+  std::string ca_pem;
+};
+
+class TlsStream : public ByteStream {
+ public:
+  // The ALPN protocol the server selected.
+  virtual const std::string& selected_alpn() const = 0;
+  // "TLSv1.3" etc.
+  virtual std::string protocol_version() const = 0;
+};
+
+// Fails with a message naming the step: "resolving <host>", "connecting to <addr>",
+// "proxy CONNECT", "TLS handshake", "server certificate verification failed: <reason>",
+// "server selected ALPN <x>, need h2". Codes: kDeadlineExceeded when the deadline ran out,
+// kPermissionDenied for certificate verification, kInvalidArgument for unusable options
+// (no CA, CA without certificates), kUnavailable otherwise.
+StatusOr<std::unique_ptr<TlsStream>> DialTls(const TlsDialOptions& options, Deadline deadline);
+
+// Parses the CA bundle the way DialTls will, so that callers can fail fast before doing
+// other work. Returns how many certificates it holds (at least 1).
+StatusOr<int> ValidateCaPem(const std::string& ca_pem);
+
+}  // namespace hotfix::wire
