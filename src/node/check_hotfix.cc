@@ -1,0 +1,1 @@
+#include "node/check_hotfix.h"
