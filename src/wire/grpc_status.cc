@@ -1,0 +1,1 @@
+#include "wire/grpc_status.h"
