@@ -99,7 +99,8 @@ Status WriteFileAtomically(const std::string& path, std::string_view data,
   const std::string tmp(name.data());
 
   Status st = WriteAllFd(fd.get(), data, tmp);
-  if (st.ok() && ::fchmod(fd.get(), options.mode) != 0) st = Status::FromErrno("chmod " + tmp, errno);
+  if (st.ok() && ::fchmod(fd.get(), options.mode) != 0)
+    st = Status::FromErrno("chmod " + tmp, errno);
   if (st.ok() && ::fsync(fd.get()) != 0) st = Status::FromErrno("fsync " + tmp, errno);
   if (fd.Close() != 0 && st.ok()) st = Status::FromErrno("close " + tmp, errno);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {

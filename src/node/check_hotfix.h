@@ -39,12 +39,12 @@ struct CheckHotfixResult {
   std::optional<HotfixPointer> staged;
 };
 
-CheckHotfixResult CheckHotfix(const CheckHotfixOptions& options, LpsFetcher& fetcher,
-                              Logger& log);
+CheckHotfixResult CheckHotfix(const CheckHotfixOptions& options, LpsFetcher& fetcher, Logger& log);
 
 // The whole command: the "started" log, the workflow with every exception caught, one
-// CheckHotfix event in events_dir, the "completed" log. Always returns 0.
-int RunCheckHotfixCommand(const CheckHotfixOptions& options, LpsFetcher& fetcher,
-                          const std::string& events_dir, Logger& log);
+// CheckHotfix event in events_dir (none in a dry run), the "completed" log. Never throws; the
+// caller exits 0 whatever it returns.
+CheckHotfixResult RunCheckHotfixCommand(const CheckHotfixOptions& options, LpsFetcher& fetcher,
+                                        const std::string& events_dir, Logger& log);
 
 }  // namespace hotfix::node

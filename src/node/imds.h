@@ -2,6 +2,7 @@
 // Metadata Service (reference §1.4).
 #pragma once
 
+#include <atomic>
 #include <string>
 
 #include "common/deadline.h"
@@ -17,6 +18,8 @@ class AttestedTokenSource {
   virtual ~AttestedTokenSource() = default;
   // The raw "signature" string; errors read "imds attested token: …".
   virtual StatusOr<Secret> Fetch(Deadline deadline) = 0;
+  // Asks a Fetch() running on another thread to give up soon: its answer is no longer needed.
+  virtual void Cancel() {}
 };
 
 inline constexpr char kDefaultImdsUrl[] =
@@ -30,6 +33,7 @@ class ImdsTokenSource : public AttestedTokenSource {
  public:
   ImdsTokenSource(std::string url, Logger& log) : url_(std::move(url)), log_(log) {}
   StatusOr<Secret> Fetch(Deadline deadline) override;
+  void Cancel() override { cancelled_ = true; }
 
   // One attempt, for tests.
   StatusOr<Secret> FetchOnce(Deadline deadline);
@@ -37,6 +41,7 @@ class ImdsTokenSource : public AttestedTokenSource {
  private:
   std::string url_;
   Logger& log_;
+  std::atomic<bool> cancelled_{false};
 };
 
 // Extracts "signature" from an IMDS response body (Go's lenient decode: key matched

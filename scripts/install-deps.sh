@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages this project needs. Idempotent and non-interactive: it asks
+# apt only for what is missing.
+#   scripts/install-deps.sh          build + tests + demo
+#   scripts/install-deps.sh --bench  also the benchmark peers (grpc-go, hyperfine, h2load)
+set -euo pipefail
+
+build=(build-essential cmake ninja-build pkg-config clang-format
+       libssl-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
+       libgrpc++-dev protobuf-compiler-grpc nlohmann-json3-dev libcli11-dev
+       libcurl4-openssl-dev libcpp-httplib-dev libgtest-dev libgmock-dev)
+test=(haproxy openssl netcat-openbsd procps)
+bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
+       golang-github-golang-protobuf-1-5-dev hyperfine time nghttp2-client)
+
+want=("${build[@]}" "${test[@]}")
+if [[ "${1:-}" == "--bench" ]]; then want+=("${bench[@]}"); fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+
+sudo=()
+if ((EUID != 0)); then sudo=(sudo); fi
+echo "install-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null
+# The haproxy package starts a system service on install; tests run their own instances.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet haproxy 2>/dev/null; then
+  "${sudo[@]}" systemctl stop haproxy || true
+fi
+echo "install-deps: done"
