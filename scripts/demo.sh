@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The local end-to-end demo: a live-patching service, the ALPN-routing proxy in front of an
+# "apiserver", an IMDS stand-in, and check-hotfix staging the pointer, all on loopback.
+#   scripts/demo.sh            (ports: DEMO_PROXY_PORT=8443 DEMO_LPS_PORT=50051 ...)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+scripts/install-deps.sh
+build=${BUILD_DIR:-build/release}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTFIX_AGENT_VERSION=202604.01.0 \
+  >/dev/null
+ninja -C "$build" hotfix-agent lps-dev-server imds-standin >/dev/null
+bin=$root/$build/bin
+
+proxy_port=${DEMO_PROXY_PORT:-8443}
+lps_port=${DEMO_LPS_PORT:-50051}
+api_port=${DEMO_APISERVER_PORT:-16443}
+imds_port=${DEMO_IMDS_PORT:-18080}
+fqdn=demo-aks-dns-12345678.hcp.eastus.azmk8s.io
+lps_name=aks-security-patch.data.mcr.microsoft.com
+
+work=$root/.demo
+rm -rf "$work" && mkdir -p "$work/etc" "$work/events" "$work/opt"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+wait_port() {
+  for _ in $(seq 100); do nc -z 127.0.0.1 "$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "nothing listens on $1" >&2; exit 1
+}
+
+step "cluster CA and certificates (OpenSSL)"
+cd "$work/etc"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+  -subj "/CN=demo-cluster-ca" -keyout ca.key -out ca.pem 2>/dev/null
+leaf() {  # name, SAN
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
+    -keyout "$1.key" -out "$1.csr" 2>/dev/null
+  openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
+    -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth' "$2") \
+    -out "$1.pem" 2>/dev/null
+}
+leaf lps "$lps_name"
+leaf apiserver "$fqdn"
+echo "CA: $work/etc/ca.pem; service cert for $lps_name; apiserver cert for $fqdn"
+cd "$root"
+
+step "the node's bootstrap file (AKSNodeConfig) names the apiserver and the cluster CA"
+cat >"$work/opt/aks-node-controller-config.json" <<JSON
+{
+  "version": "v1",
+  "api_server_config": {"api_server_name": "$fqdn"},
+  "kubernetes_ca_cert": "$(base64 -w0 "$work/etc/ca.pem")"
+}
+JSON
+sed 's/"kubernetes_ca_cert": "\(.\{24\}\).*"/"kubernetes_ca_cert": "\1..."/' \
+  "$work/opt/aks-node-controller-config.json"
+
+step "live-patching service (libgrpc++) serving aksNodeController's hotfix map"
+printf '{"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}}' >"$work/etc/aksNodeController.json"
+cat "$work/etc/aksNodeController.json"; echo
+"$bin/lps-dev-server" --listen "127.0.0.1:$lps_port" --tls-cert "$work/etc/lps.pem" \
+  --tls-key "$work/etc/lps.key" --config-file "$work/etc/aksNodeController.json" \
+  >"$work/lps.log" 2>&1 &
+pids+=($!)
+
+step "apiserver stand-in (openssl s_server) and IMDS stand-in"
+openssl s_server -quiet -accept "$api_port" -cert "$work/etc/apiserver.pem" \
+  -key "$work/etc/apiserver.key" -alpn h2,http/1.1 -www >"$work/apiserver.log" 2>&1 &
+pids+=($!)
+"$bin/imds-standin" --listen "127.0.0.1:$imds_port" >"$work/imds.log" 2>&1 &
+pids+=($!)
+
+step "kube-api-proxy stand-in: HAProxy routing on ALPN (deploy/haproxy/haproxy.cfg)"
+LP_FRONTEND_BIND="127.0.0.1:$proxy_port" LP_SERVICE_ADDR="127.0.0.1:$lps_port" \
+  LP_APISERVER_ADDR="127.0.0.1:$api_port" \
+  haproxy -db -f deploy/haproxy/haproxy.cfg >"$work/haproxy.log" 2>&1 &
+pids+=($!)
+for p in "$lps_port" "$api_port" "$imds_port" "$proxy_port"; do wait_port "$p"; done
+echo "proxy 127.0.0.1:$proxy_port -> ALPN aks-live-patching: 127.0.0.1:$lps_port, else: 127.0.0.1:$api_port"
+
+step "hotfix-agent check-hotfix (SNI $fqdn, ALPN aks-live-patching,h2, cert pinned to $lps_name)"
+pointer=$work/opt/aks-node-controller-hotfix.json
+printf '{"version":"202604.01.2","scripts_version":"202604.01.1"}' >"$pointer"
+echo "pointer before: $(cat "$pointer")"
+args=(check-hotfix --node-config "$work/opt/aks-node-controller-config.json"
+      --nbc-cmd "$work/opt/aks-node-controller-nbc-cmd.sh" --hotfix-pointer "$pointer"
+      --imds-url "http://127.0.0.1:$imds_port/metadata/attested/document?api-version=2025-04-07"
+      --connect-to "127.0.0.1:$proxy_port" --events-dir "$work/events"
+      --log-file "$work/aks-node-controller.log" --current-version 202604.01.0)
+start=$(date +%s%N)
+"$bin/hotfix-agent" "${args[@]}" 2>"$work/stderr.log"
+rc=$?
+echo "exit code $rc in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
+step "the staged pointer (for download-hotfix)"
+cat "$pointer"; echo
+step "the guest-agent event"
+cat "$work"/events/*.json; echo
+step "the agent's log lines"
+cat "$work/aks-node-controller.log"
+step "what the proxy routed"
+cat "$work/haproxy.log"
+echo; echo "Everything is under $work. Dry run: $bin/hotfix-agent ${args[*]} --dry-run"
