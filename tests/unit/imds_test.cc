@@ -1,0 +1,189 @@
+// The IMDS client against a real HTTP/1.1 server on loopback serving IMDS's contract.
+#include "node/imds.h"
+
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace hotfix::node {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ParseAttestedDocumentTest, ReturnsTheSignatureVerbatim) {
+  auto s = ParseAttestedDocument(R"({"encoding":"pkcs7","signature":"MIIabc+/="})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->reveal(), "MIIabc+/=");
+}
+
+TEST(ParseAttestedDocumentTest, MatchesTheKeyCaseInsensitivelyLikeGo) {
+  auto s = ParseAttestedDocument(R"({"Signature":"abc"})");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->reveal(), "abc");
+}
+
+TEST(ParseAttestedDocumentTest, RejectsEmptyMissingNullAndWrongTypes) {
+  for (const char* body : {R"({"signature":""})", R"({"encoding":"pkcs7"})",
+                           R"({"signature":null})"}) {
+    auto s = ParseAttestedDocument(body);
+    ASSERT_FALSE(s.ok()) << body;
+    EXPECT_EQ(s.status().message(), "imds attested document had empty signature");
+  }
+  EXPECT_THAT(ParseAttestedDocument(R"({"signature":42})").status().message(),
+              HasSubstr("not a string"));
+  EXPECT_THAT(ParseAttestedDocument("<html>").status().message(), HasSubstr("invalid JSON"));
+  EXPECT_THAT(ParseAttestedDocument("[1]").status().message(), HasSubstr("not a JSON object"));
+}
+
+// An IMDS stand-in whose behaviour each test scripts.
+class ImdsServer {
+ public:
+  std::function<void(const httplib::Request&, httplib::Response&)> handler;
+  std::atomic<int> requests{0};
+  std::string last_metadata_header;
+
+  ImdsServer() {
+    server_.Get("/metadata/attested/document", [this](const auto& req, auto& res) {
+      ++requests;
+      last_metadata_header = req.get_header_value("Metadata");
+      handler(req, res);
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    server_.wait_until_ready();
+  }
+  ~ImdsServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string Url() const {
+    return "http://127.0.0.1:" + std::to_string(port_) +
+           "/metadata/attested/document?api-version=2025-04-07";
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+void ServeSignature(const httplib::Request&, httplib::Response& res) {
+  res.set_content(R"({"encoding":"pkcs7","signature":"c2lnbmVk"})", "application/json");
+}
+
+Deadline Generous() { return Deadline::After(std::chrono::seconds(10)); }
+
+TEST(ImdsTokenSourceTest, FetchesTheSignatureWithTheMetadataHeader) {
+  ImdsServer imds;
+  imds.handler = ServeSignature;
+  ImdsTokenSource source(imds.Url(), NullLogger());
+  auto token = source.Fetch(Generous());
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  EXPECT_EQ(token->reveal(), "c2lnbmVk");
+  EXPECT_EQ(imds.last_metadata_header, "true");
+  EXPECT_EQ(imds.requests, 1);
+}
+
+TEST(ImdsTokenSourceTest, RetriesOnceAfterAServerError) {
+  ImdsServer imds;
+  imds.handler = [&](const httplib::Request& req, httplib::Response& res) {
+    if (imds.requests == 1) {
+      res.status = 500;
+      return;
+    }
+    ServeSignature(req, res);
+  };
+  ImdsTokenSource source(imds.Url(), NullLogger());
+  auto token = source.Fetch(Generous());
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  EXPECT_EQ(imds.requests, 2);
+}
+
+TEST(ImdsTokenSourceTest, GivesUpAfterTwoAttempts) {
+  ImdsServer imds;
+  imds.handler = [](const httplib::Request&, httplib::Response& res) { res.status = 503; };
+  ImdsTokenSource source(imds.Url(), NullLogger());
+  auto token = source.Fetch(Generous());
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.status().message(), "imds attested token: imds returned status 503");
+  EXPECT_EQ(imds.requests, 2);
+}
+
+TEST(ImdsTokenSourceTest, DoesNotFollowRedirects) {
+  ImdsServer imds;
+  imds.handler = [](const httplib::Request&, httplib::Response& res) {
+    res.set_redirect("http://127.0.0.1:1/elsewhere");
+  };
+  ImdsTokenSource source(imds.Url(), NullLogger());
+  auto token = source.FetchOnce(Generous());
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.status().message(), "imds returned status 302");
+}
+
+TEST(ImdsTokenSourceTest, CapsTheBodyAtOneMebibyte) {
+  ImdsServer imds;
+  imds.handler = [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"signature":")" + std::string(1 << 20, 'A') + R"("})",
+                    "application/json");
+  };
+  ImdsTokenSource source(imds.Url(), NullLogger());
+  auto token = source.FetchOnce(Generous());
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(token.status().message(), HasSubstr("exceeds 1048576 bytes"));
+}
+
+TEST(ImdsTokenSourceTest, ASlowAnswerTimesOutWithinTheAttemptBudget) {
+  ImdsServer imds;
+  imds.handler = [](const httplib::Request& req, httplib::Response& res) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    ServeSignature(req, res);
+  };
+  ImdsTokenSource source(imds.Url(), NullLogger());
+  auto start = std::chrono::steady_clock::now();
+  auto token = source.FetchOnce(Generous());
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.status().code(), Status::Code::kDeadlineExceeded);
+  EXPECT_LT(took, std::chrono::milliseconds(2900));  // generous: the budget is 1-2 s
+}
+
+TEST(ImdsTokenSourceTest, ConnectionRefusedIsAnError) {
+  ImdsTokenSource source("http://127.0.0.1:1/metadata/attested/document", NullLogger());
+  auto token = source.Fetch(Generous());
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(token.status().message(), HasSubstr("imds attested token: GET http://127.0.0.1:1"));
+}
+
+TEST(ImdsTokenSourceTest, IgnoresProxyVariables) {
+  ImdsServer imds;
+  imds.handler = ServeSignature;
+  // A proxy that refuses connections: if it were used, the fetch would fail.
+  setenv("http_proxy", "http://127.0.0.1:1", 1);
+  setenv("HTTP_PROXY", "http://127.0.0.1:1", 1);
+  setenv("ALL_PROXY", "http://127.0.0.1:1", 1);
+  ImdsTokenSource source(imds.Url(), NullLogger());
+  auto token = source.Fetch(Generous());
+  unsetenv("http_proxy");
+  unsetenv("HTTP_PROXY");
+  unsetenv("ALL_PROXY");
+  ASSERT_TRUE(token.ok()) << token.status().message();
+}
+
+TEST(ImdsTokenSourceTest, CancelStopsARetryLoop) {
+  ImdsServer imds;
+  imds.handler = [](const httplib::Request&, httplib::Response& res) { res.status = 500; };
+  ImdsTokenSource source(imds.Url(), NullLogger());
+  source.Cancel();
+  auto token = source.Fetch(Generous());
+  ASSERT_FALSE(token.ok());
+  EXPECT_LE(imds.requests, 1);
+}
+
+}  // namespace
+}  // namespace hotfix::node
