@@ -1,1 +1,89 @@
 #include "wire/grpc_status.h"
+
+#include <array>
+#include <charconv>
+
+namespace hotfix::wire {
+namespace {
+
+constexpr std::array<std::string_view, 17> kCodeNames = {
+    "OK",       "Canceled",        "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",   "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",      "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated",
+};
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string_view GrpcCodeName(GrpcCode code) {
+  auto index = static_cast<size_t>(code);
+  // Only a cast from a bad integer gets here; grpc-go would print "Code(N)".
+  if (index >= kCodeNames.size()) return "Code(out of range)";
+  return kCodeNames[index];
+}
+
+std::optional<GrpcCode> ParseGrpcStatus(std::string_view value) {
+  int parsed = -1;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, parsed);
+  if (value.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  if (parsed < 0 || parsed > static_cast<int>(GrpcCode::kUnauthenticated)) return std::nullopt;
+  return static_cast<GrpcCode>(parsed);
+}
+
+GrpcCode GrpcCodeFromHttpStatus(int http_status) {
+  switch (http_status) {
+    case 400:
+      return GrpcCode::kInternal;
+    case 401:
+      return GrpcCode::kUnauthenticated;
+    case 403:
+      return GrpcCode::kPermissionDenied;
+    case 404:
+      return GrpcCode::kUnimplemented;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return GrpcCode::kUnavailable;
+    default:
+      return GrpcCode::kUnknown;
+  }
+}
+
+std::string PercentDecode(std::string_view encoded) {
+  std::string out;
+  out.reserve(encoded.size());
+  for (size_t i = 0; i < encoded.size(); ++i) {
+    if (encoded[i] == '%' && i + 2 < encoded.size()) {
+      int hi = HexValue(encoded[i + 1]);
+      int lo = HexValue(encoded[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(encoded[i]);
+  }
+  return out;
+}
+
+std::string GrpcStatus::ToString() const {
+  std::string text = "code = ";
+  text += GrpcCodeName(code);
+  if (!message.empty()) {
+    text += " desc = ";
+    text += message;
+  }
+  return text;
+}
+
+}  // namespace hotfix::wire
