@@ -23,13 +23,28 @@ struct HotfixPointer {
 
 // Decodes like Go's encoding/json into the reference's struct: keys match case-insensitively,
 // unknown keys are ignored, null is unset, a non-string value or a non-object is an error.
-// Input that is empty after trimming whitespace is the zero pointer, not an error.
+// Input that is empty after trimming whitespace is the zero pointer, not an error. Invalid
+// UTF-8 and unpaired \u surrogate escapes inside strings become U+FFFD, as Go decodes them.
 // Errors read "unmarshaling hotfix pointer JSON: <what is wrong>".
 StatusOr<HotfixPointer> ParseHotfixPointer(std::string_view json);
 
 // Compact JSON, keys in the order version, scripts_version, hotfixes; empty version fields
 // omitted, hotfixes always present; '<', '>' and '&' escaped as Go does.
 std::string SerializeHotfixPointer(const HotfixPointer& pointer);
+
+// The cold-start shape, Go's struct{Hotfixes map[string]string `json:"hotfixes"`}: the
+// top-level "hotfixes" map of a JSON document decoded with the same encoding/json rules, every
+// other key ignored whatever its type. An absent or null map is empty. The input is not
+// trimmed; the error is the decoder's own text, without a prefix.
+StatusOr<HotfixMap> DecodeLenientHotfixes(std::string_view json);
+
+// json.Marshal's extra escaping applied to compact JSON from nlohmann::json::dump: '<', '>',
+// '&', U+2028 and U+2029 become \u escapes. Used by every writer of Go-compatible JSON.
+std::string EscapeJsonLikeGo(std::string_view compact_json);
+
+// Every byte that does not start a valid UTF-8 sequence becomes U+FFFD, as Go's JSON codec
+// does, so that nlohmann (which refuses invalid UTF-8) can encode any string.
+std::string ReplaceInvalidUtf8(std::string_view text);
 
 // The pointer file as download-hotfix reads it: a missing or blank file is the zero pointer;
 // other read errors and bad JSON are errors ("parsing hotfix config <path>: …").
