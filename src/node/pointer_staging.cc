@@ -1,0 +1,55 @@
+#include "node/pointer_staging.h"
+
+#include "common/file_util.h"
+
+namespace hotfix::node {
+namespace {
+
+// The mode of a pointer check-hotfix creates. An existing file keeps its own bits: boothook
+// writes it 0600 and a rewrite must not loosen or tighten that.
+constexpr mode_t kNewPointerMode = 0644;
+
+Status WritePlanned(const std::string& path, const HotfixMap& hotfixes, Logger& log) {
+  const HotfixPointer planned = PlanStagedPointer(path, hotfixes, log);
+  AtomicWriteOptions options;
+  options.mode = ExistingMode(path).value_or(kNewPointerMode);
+  options.temp_prefix = kPointerTempPrefix;
+  // rename(2) replaces the path itself: a symlink there (dangling or not) becomes a regular
+  // file and its target is left alone, as with the reference's os.Rename.
+  return WriteFileAtomically(path, SerializeHotfixPointer(planned), options);
+}
+
+}  // namespace
+
+HotfixPointer PlanStagedPointer(const std::string& path, const HotfixMap& hotfixes, Logger& log) {
+  HotfixPointer planned;
+  StatusOr<HotfixPointer> existing = ReadHotfixPointer(path);
+  if (existing.ok()) {
+    // Only these two survive; hotfixes is replaced whole and unknown keys are dropped.
+    planned.version = existing->version;
+    planned.scripts_version = existing->scripts_version;
+  } else {
+    log.Warn(
+        "could not read existing hotfix pointer; version/scripts_version will not be preserved",
+        {{"path", path}, {"error", existing.status()}});
+  }
+  planned.hotfixes = hotfixes;
+  return planned;
+}
+
+Status StageHotfixes(const std::string& path, const HotfixMap& hotfixes, Deadline deadline,
+                     Logger& log) {
+  // The parent folder is not created: a missing /opt/azure/containers means something is
+  // badly wrong with the node, and opening it for the lock reports exactly that.
+  const std::string dir = DirName(path);
+  StatusOr<FolderLock> lock = FolderLock::Acquire(dir, deadline);
+  if (!lock.ok()) return lock.status().Annotate("writing hotfix config");
+  // Under the lock, a temp file can only be the leftover of a writer that was killed.
+  RemoveStaleTempFiles(dir, kPointerTempPrefix);
+  Status written = WritePlanned(path, hotfixes, log);
+  if (!written.ok()) return written.Annotate("writing hotfix config");
+  log.Info("staged hotfix pointer for download-hotfix", {{"path", path}});
+  return Status::Ok();
+}
+
+}  // namespace hotfix::node
