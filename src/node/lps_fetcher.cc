@@ -105,7 +105,9 @@ class GrpcLpsFetcher : public LpsFetcher {
       dial.host = dest->first;
       dial.port = dest->second;
     }
-    auto proxy = wire::ProxyFromEnvironment(dial.host, dial.port);
+    // The proxy is chosen for the apiserver (so NO_PROXY=<fqdn> bypasses it, as in grpc-go);
+    // the CONNECT names the TCP destination, which --connect-to may override.
+    auto proxy = wire::ProxyFromEnvironment(host, kApiServerPort);
     if (!proxy.ok()) return proxy.status();
     dial.proxy = *proxy;
     dial.sni = host;
