@@ -1,0 +1,99 @@
+#include "node/guest_agent_event.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+#include "node/hotfix_pointer.h"
+
+namespace hotfix::node {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr char kEventVersion[] = "1.23";
+constexpr char kTaskPrefix[] = "AKS.AKSNodeController.";
+// The guest agent collects "*.json" files; a temp file must not look like one.
+constexpr char kEventTempPrefix[] = ".event-";
+constexpr mode_t kEventFileMode = 0644;  // read by the Azure monitoring agents
+constexpr mode_t kEventFolderMode = 0755;
+
+// Go's layout "2006-01-02 15:04:05.000" in the process's time zone; milliseconds are
+// truncated, as Go's fractional-second formatting does.
+std::string FormatEventTime(std::chrono::system_clock::time_point t) {
+  const int64_t ms = std::chrono::floor<milliseconds>(t.time_since_epoch()).count();
+  const int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  const time_t seconds = static_cast<time_t>(secs);
+  struct tm local {};
+  localtime_r(&seconds, &local);
+  char date[40];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S", &local);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03d", date, static_cast<int>(ms - secs * 1000));
+  return out;
+}
+
+// "<message> | startTime=… endTime=… durationMs=N", or only the timing part.
+std::string FullMessage(const GuestAgentEvent& event) {
+  // Truncated toward zero, like Go's Duration.Milliseconds().
+  const int64_t duration_ms =
+      std::chrono::duration_cast<milliseconds>(event.end - event.start).count();
+  std::string timing = "startTime=" + FormatEventTime(event.start) +
+                       " endTime=" + FormatEventTime(event.end) +
+                       " durationMs=" + std::to_string(duration_ms);
+  return event.message.empty() ? timing : event.message + " | " + timing;
+}
+
+// os.MkdirAll(dir, 0755): every missing component is created (the umask applies, as in Go);
+// an existing non-folder is an error.
+Status MakeFolders(const std::string& dir) {
+  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    const std::string prefix = dir.substr(0, slash);
+    if (::mkdir(prefix.c_str(), kEventFolderMode) != 0 && errno != EEXIST) {
+      return Status::FromErrno("creating events folder " + prefix, errno);
+    }
+    if (slash == std::string::npos) break;
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    return Status::FromErrno("creating events folder " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::FromErrno("creating events folder " + dir, ENOTDIR);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string FormatGuestAgentEvent(const GuestAgentEvent& event) {
+  // Key order and all-string values are the guest agent's format.
+  nlohmann::ordered_json doc;
+  doc["Timestamp"] = FormatEventTime(event.start);
+  doc["OperationId"] = FormatEventTime(event.end);
+  doc["Version"] = kEventVersion;
+  doc["TaskName"] = ReplaceInvalidUtf8(kTaskPrefix + event.task);
+  doc["EventLevel"] = event.error ? "Error" : "Informational";
+  doc["Message"] = ReplaceInvalidUtf8(FullMessage(event));
+  doc["EventPid"] = "0";
+  doc["EventTid"] = "0";
+  return EscapeJsonLikeGo(doc.dump());
+}
+
+Status WriteGuestAgentEvent(const std::string& dir, const GuestAgentEvent& event) {
+  Status made = MakeFolders(dir);
+  if (!made.ok()) return made;
+  // Named by the time of writing, not by the event's times, as the reference does.
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const std::string path =
+      dir + "/" + std::to_string(std::chrono::nanoseconds(now).count()) + ".json";
+  AtomicWriteOptions options;
+  options.mode = kEventFileMode;
+  options.temp_prefix = kEventTempPrefix;
+  Status written = WriteFileAtomically(path, FormatGuestAgentEvent(event), options);
+  if (!written.ok()) return written.Annotate("writing guest agent event " + path);
+  return Status::Ok();
+}
+
+}  // namespace hotfix::node
