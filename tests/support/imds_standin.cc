@@ -1,0 +1,349 @@
+#include "imds_standin.h"
+
+#include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+#include <strings.h>
+
+#include <ctime>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "openssl_util.h"
+
+namespace hotfix::testsupport {
+namespace {
+
+constexpr char kJsonType[] = "application/json; charset=utf-8";
+constexpr char kMissingApiVersionBody[] =
+    R"({"error":"Bad request. api-version was not specified in the request. For more )"
+    R"(information refer to aka.ms/azureimds","newest-versions":["2025-04-07","2024-07-17"]})";
+constexpr char kForwardedBody[] =
+    R"({"error":"Bad request. X-Forwarded-For header is not allowed"})";
+constexpr auto kDocumentLifetime = std::chrono::hours(6);  // createdOn to expiresOn, as IMDS
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string FormatUtc(std::chrono::system_clock::time_point t, const char* format) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  std::ostringstream out;
+  out << std::put_time(&tm, format);
+  return out.str();
+}
+
+// IMDS's timestamp shape: "11/30/20 20:59:36 -0000".
+std::string ImdsTimestamp(std::chrono::system_clock::time_point t) {
+  return FormatUtc(t, "%m/%d/%y %H:%M:%S -0000");
+}
+
+std::string SignPkcs7(const std::string& content, const CertAndKey& signer) {
+  ossl::X509Ptr cert = ossl::ParseCertPem(signer.cert_pem);
+  ossl::PkeyPtr key = ossl::ParseKeyPem(signer.key_pem);
+  ossl::BioPtr in(BIO_new_mem_buf(content.data(), static_cast<int>(content.size())));
+  // Attached content (no PKCS7_DETACHED) and the signer certificate included, as IMDS does.
+  ossl::Pkcs7Ptr p7(PKCS7_sign(cert.get(), key.get(), nullptr, in.get(), PKCS7_BINARY));
+  ossl::Check(p7 != nullptr, "PKCS7_sign");
+  ossl::BioPtr der(BIO_new(BIO_s_mem()));
+  ossl::Check(i2d_PKCS7_bio(der.get(), p7.get()) == 1, "encoding PKCS#7 DER");
+  return ossl::Base64Encode(ossl::BioToString(der.get()));
+}
+
+// Pads a JSON object with a trailing field, or cuts it, to exactly `size` bytes.
+std::string FitToSize(std::string json, size_t size) {
+  constexpr std::string_view kPad = R"(,"padding":"")";
+  if (json.size() + kPad.size() > size) {
+    json.resize(size, ' ');
+    return json;
+  }
+  json.pop_back();  // the closing brace
+  json += R"(,"padding":")";
+  json.append(size - json.size() - 2, 'x');
+  return json + "\"}";
+}
+
+std::string JoinHost(const std::string& host, uint16_t port) {
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+std::string ImdsRequest::Header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (EqualsIgnoreCase(key, name)) return value;
+  }
+  return "";
+}
+
+bool ImdsRequest::HasHeader(std::string_view name) const {
+  for (const auto& header : headers) {
+    if (EqualsIgnoreCase(header.first, name)) return true;
+  }
+  return false;
+}
+
+bool ImdsRequest::LooksProxied() const {
+  if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) return true;
+  for (const char* h :
+       {"Via", "X-Forwarded-For", "Forwarded", "Proxy-Connection", "Proxy-Authorization"}) {
+    if (HasHeader(h)) return true;
+  }
+  return false;
+}
+
+ImdsStandin::ImdsStandin(ImdsStandinOptions options)
+    : options_(std::move(options)), behavior_(options_.behavior) {
+  signer_ = options_.signer;
+  if (signer_.cert_pem.empty()) {
+    TestCa root = TestCa::Create("test-imds-root");
+    LeafOptions leaf;
+    leaf.common_name = "metadata.azure.com";
+    leaf.dns_names = {"metadata.azure.com"};
+    leaf.usage = KeyUsage::kNone;  // any purpose, so PKCS7_verify needs no purpose override
+    signer_ = root.IssueLeaf(leaf);
+    signer_ca_pem_ = root.cert_pem();
+  }
+  server_ = std::make_unique<httplib::Server>();
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
+    Record(req);
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server_->Get(kImdsAttestedPath, [this](const httplib::Request& req, httplib::Response& res) {
+    HandleDocument(req, res);
+  });
+  // bind_* also listen(), so clients can connect before the serving thread runs.
+  int port = options_.port == 0 ? server_->bind_to_any_port(options_.host)
+             : server_->bind_to_port(options_.host, options_.port) ? options_.port
+                                                                   : -1;
+  if (port <= 0) {
+    throw std::runtime_error("ImdsStandin could not bind " +
+                             JoinHost(options_.host, options_.port));
+  }
+  port_ = static_cast<uint16_t>(port);
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+ImdsStandin::~ImdsStandin() { Stop(); }
+
+void ImdsStandin::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  changed_.notify_all();  // ends delays in progress
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string ImdsStandin::base_url() const { return "http://" + JoinHost(options_.host, port_); }
+
+std::string ImdsStandin::document_url() const {
+  return base_url() + kImdsAttestedPath + "?api-version=" + kImdsApiVersion;
+}
+
+void ImdsStandin::Record(const httplib::Request& req) {
+  ImdsRequest r;
+  r.method = req.method;
+  r.target = req.target;
+  r.path = req.path;
+  r.params.insert(req.params.begin(), req.params.end());
+  r.headers.assign(req.headers.begin(), req.headers.end());
+  r.remote_addr = req.remote_addr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.push_back(std::move(r));
+  }
+  changed_.notify_all();
+}
+
+void ImdsStandin::SleepUnlessStopping(std::chrono::milliseconds delay) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_for(lock, delay, [this] { return stopping_; });
+}
+
+// The checks IMDS makes before looking at the request any further.
+bool ImdsStandin::ValidateRequest(const httplib::Request& req, httplib::Response& res) {
+  if (!EqualsIgnoreCase(req.get_header_value("Metadata"), "true")) {
+    res.status = 400;
+    res.set_content(kImdsMissingHeaderBody, kJsonType);
+    return false;
+  }
+  if (req.has_header("X-Forwarded-For")) {  // IMDS refuses proxied requests
+    res.status = 400;
+    res.set_content(kForwardedBody, kJsonType);
+    return false;
+  }
+  if (req.get_param_value("api-version").empty()) {
+    res.status = 400;
+    res.set_content(kMissingApiVersionBody, kJsonType);
+    return false;
+  }
+  return true;
+}
+
+// Counted failures and redirects; true when one of them answered the request.
+bool ImdsStandin::ApplyFaults(httplib::Response& res) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (behavior_.failures_before_success > 0) {
+    --behavior_.failures_before_success;
+    res.status = behavior_.failure_status;
+    res.set_content(R"({"error":"stand-in failure"})", kJsonType);
+    return true;
+  }
+  if (behavior_.redirect_location) {
+    res.set_redirect(*behavior_.redirect_location, behavior_.redirect_status);
+    return true;
+  }
+  return false;
+}
+
+void ImdsStandin::HandleDocument(const httplib::Request& req, httplib::Response& res) {
+  SleepUnlessStopping(behavior().delay);
+  if (!ValidateRequest(req, res) || ApplyFaults(res)) return;
+  ImdsBehavior b = behavior();
+  res.status = b.status.value_or(200);
+  if (b.body) {
+    res.set_content(*b.body, kJsonType);
+    return;
+  }
+  std::string body = SignedDocumentBody(req.get_param_value("nonce"));
+  if (b.body_size) body = FitToSize(std::move(body), *b.body_size);
+  res.set_content(body, kJsonType);
+}
+
+std::string ImdsStandin::SignedDocumentBody(const std::string& nonce) {
+  auto now = std::chrono::system_clock::now();
+  nlohmann::json doc = {
+      {"licenseType", ""},
+      // Without a nonce IMDS uses the current time, "YYYYMMDD-HHMMSS".
+      {"nonce", nonce.empty() ? FormatUtc(now, "%Y%m%d-%H%M%S") : nonce},
+      {"plan", {{"name", ""}, {"product", ""}, {"publisher", ""}}},
+      {"sku", options_.sku},
+      {"subscriptionId", options_.subscription_id},
+      {"timeStamp",
+       {{"createdOn", ImdsTimestamp(now)}, {"expiresOn", ImdsTimestamp(now + kDocumentLifetime)}}},
+      {"vmId", options_.vm_id}};
+  std::string signature = SignPkcs7(doc.dump(), signer_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    served_signatures_.push_back(signature);
+  }
+  return nlohmann::json{{"encoding", "pkcs7"}, {"signature", signature}}.dump();
+}
+
+ImdsBehavior ImdsStandin::behavior() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return behavior_;
+}
+
+void ImdsStandin::SetBehavior(ImdsBehavior behavior) {
+  std::lock_guard<std::mutex> lock(mu_);
+  behavior_ = std::move(behavior);
+}
+
+void ImdsStandin::SetDelay(std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  behavior_.delay = delay;
+}
+
+void ImdsStandin::SetStatus(std::optional<int> status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  behavior_.status = status;
+}
+
+void ImdsStandin::SetBody(std::optional<std::string> body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  behavior_.body = std::move(body);
+}
+
+void ImdsStandin::SetBodySize(std::optional<size_t> size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  behavior_.body_size = size;
+}
+
+void ImdsStandin::FailFirst(int failures, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  behavior_.failures_before_success = failures;
+  behavior_.failure_status = status;
+}
+
+void ImdsStandin::SetRedirect(std::optional<std::string> location, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  behavior_.redirect_location = std::move(location);
+  behavior_.redirect_status = status;
+}
+
+void ImdsStandin::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  behavior_ = ImdsBehavior{};
+  requests_.clear();
+  served_signatures_.clear();
+}
+
+std::vector<ImdsRequest> ImdsStandin::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+size_t ImdsStandin::request_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_.size();
+}
+
+bool ImdsStandin::WaitForRequests(size_t n, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, timeout, [&] { return requests_.size() >= n; });
+}
+
+std::vector<std::string> ImdsStandin::served_signatures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return served_signatures_;
+}
+
+AttestedContent VerifyAttestedSignature(std::string_view signature_base64,
+                                        std::string_view trust_pem) {
+  AttestedContent out;
+  std::string der;
+  if (!ossl::Base64Decode(signature_base64, &der)) {
+    out.error = "signature is not standard base64";
+    return out;
+  }
+  const auto* p = reinterpret_cast<const unsigned char*>(der.data());
+  ossl::Pkcs7Ptr p7(d2i_PKCS7(nullptr, &p, static_cast<long>(der.size())));
+  if (!p7 || !PKCS7_type_is_signed(p7.get())) {
+    out.error = "not a PKCS#7 SignedData: " + ossl::DrainErrors();
+    return out;
+  }
+  ossl::StorePtr store(X509_STORE_new());
+  ossl::BioPtr trust(BIO_new_mem_buf(trust_pem.data(), static_cast<int>(trust_pem.size())));
+  while (X509* cert = PEM_read_bio_X509(trust.get(), nullptr, nullptr, nullptr)) {
+    X509_STORE_add_cert(store.get(), cert);
+    X509_free(cert);
+  }
+  ERR_clear_error();  // the loop ends on a queued "no start line"
+  X509_STORE_set_purpose(store.get(), X509_PURPOSE_ANY);
+  ossl::BioPtr content(BIO_new(BIO_s_mem()));
+  if (PKCS7_verify(p7.get(), nullptr, store.get(), nullptr, content.get(), PKCS7_BINARY) != 1) {
+    out.error = "PKCS7_verify: " + ossl::DrainErrors();
+    return out;
+  }
+  out.json = ossl::BioToString(content.get());
+  STACK_OF(X509)* signers = PKCS7_get0_signers(p7.get(), nullptr, 0);
+  if (signers && sk_X509_num(signers) > 0) {
+    char name[256];
+    X509_NAME_oneline(X509_get_subject_name(sk_X509_value(signers, 0)), name, sizeof(name));
+    out.signer_subject = name;
+  }
+  sk_X509_free(signers);
+  out.ok = true;
+  return out;
+}
+
+}  // namespace hotfix::testsupport

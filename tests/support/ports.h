@@ -1,0 +1,32 @@
+// Loopback ports for fixtures that cannot bind port 0 themselves (HAProxy, subprocesses).
+// In-process servers here bind 127.0.0.1:0 directly and report their port, which is race
+// free; prefer that whenever a component can do it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace hotfix::testsupport {
+
+// Binds 127.0.0.1:0, reads the port the kernel chose, closes. Never hands out the same port
+// twice in one process and skips ports something already listens on. Another process can
+// still take the port before the caller binds it: callers that spawn servers retry on a
+// bind failure (see Haproxy).
+uint16_t PickFreePort();
+
+// "127.0.0.1:<port>"
+std::string LoopbackAddress(uint16_t port);
+
+// True if a TCP socket on any local address is in LISTEN state on this port. Reads
+// /proc/net/tcp and /proc/net/tcp6 instead of connecting, so readiness probes never show
+// up as connections at the server under test.
+bool IsListening(uint16_t port);
+
+// Polls IsListening() until true or the timeout; gives up early when still_alive (if given)
+// returns false, e.g. because the server process exited.
+bool WaitUntilListening(uint16_t port, std::chrono::milliseconds timeout,
+                        const std::function<bool()>& still_alive = {});
+
+}  // namespace hotfix::testsupport

@@ -1,0 +1,34 @@
+// A scoped temporary folder: created under $TMPDIR (or /tmp) and removed with everything in
+// it when the object goes away, also when a test fails.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace hotfix::testsupport {
+
+class TempDir {
+ public:
+  // mkdtemp("<tmp>/<prefix>-XXXXXX"); throws std::runtime_error on failure.
+  explicit TempDir(std::string_view prefix = "lp-test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // path() / name; nothing is created.
+  std::filesystem::path File(std::string_view name) const { return path_ / name; }
+  // Writes (replaces) path() / name and returns its path.
+  std::filesystem::path Write(std::string_view name, std::string_view contents) const;
+  // Reads a file below path(); empty if it does not exist.
+  std::string Read(std::string_view name) const;
+  // Keep the folder after destruction (set LP_KEEP_TEMP=1 to keep all of them for debugging).
+  void Keep() { keep_ = true; }
+
+ private:
+  std::filesystem::path path_;
+  bool keep_ = false;
+};
+
+}  // namespace hotfix::testsupport

@@ -1,0 +1,89 @@
+// TlsPeer: raw OpenSSL servers that misbehave in one specific way, for the client's failure
+// tests, and a well-behaved-looking "apiserver" that records who reached it.
+//
+//   TlsPeerOptions options;
+//   options.mode = TlsPeerMode::kSelectH2Silent;
+//   options.cert = IssueLocalServerCert(ca, {"api.example"});
+//   TlsPeer apiserver(std::move(options));
+//   ... apiserver.WaitForConnections(1, 10s); apiserver.connections()[0].offered_alpn ...
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "test_certs.h"
+
+namespace hotfix::testsupport {
+
+namespace net {
+class ConnectionServer;
+}
+
+enum class TlsPeerMode {
+  // Accepts TCP, reads and discards, never sends a byte (not even a ServerHello).
+  kAcceptOnly,
+  // Completes the TLS handshake without selecting any ALPN protocol, then stays silent.
+  kNoAlpn,
+  // Selects "http/1.1" whatever the client offered (a misbehaving server: an OpenSSL client
+  // rejects a protocol it did not offer during the handshake), then stays silent.
+  kSelectHttp11,
+  // Speaks only TLS 1.0/1.1 (SECLEVEL 0): a client requiring TLS 1.2 fails the handshake.
+  // A client that allows TLS 1.1 at SECLEVEL 0 completes it (see the self-test).
+  kTls11Only,
+  // Selects "h2" when offered (no ALPN otherwise) and completes TLS, then never sends
+  // HTTP/2: no SETTINGS, no response. Also the apiserver stand-in for routing tests.
+  kSelectH2Silent,
+};
+
+struct TlsPeerOptions {
+  TlsPeerMode mode = TlsPeerMode::kSelectH2Silent;
+  // Required for every mode but kAcceptOnly.
+  CertAndKey cert;
+  uint16_t port = 0;  // 0: any free port on 127.0.0.1
+};
+
+struct TlsPeerConnection {
+  bool handshake_ok = false;
+  std::string error;  // why the handshake failed, as OpenSSL says
+  std::string sni;
+  std::vector<std::string> offered_alpn;
+  std::string selected_alpn;
+  std::string protocol_version;  // "TLSv1.3"
+};
+
+// Like every server here, sets SIGPIPE to SIG_IGN process-wide (OpenSSL writes with write()).
+class TlsPeer {
+ public:
+  explicit TlsPeer(TlsPeerOptions options);  // listening when this returns
+  ~TlsPeer();                                // closes every connection, joins every thread
+  TlsPeer(const TlsPeer&) = delete;
+  TlsPeer& operator=(const TlsPeer&) = delete;
+
+  uint16_t port() const;
+  // TCP connections accepted so far (counted before any TLS).
+  size_t accepted_count() const;
+  // One entry per connection whose handshake finished (or failed); none in kAcceptOnly.
+  std::vector<TlsPeerConnection> connections() const;
+  size_t connection_count() const;
+  bool WaitForConnections(size_t n, std::chrono::milliseconds timeout) const;
+  bool WaitForAccepted(size_t n, std::chrono::milliseconds timeout) const;
+
+ private:
+  void HandleConnection(int fd);
+  void Record(TlsPeerConnection conn);
+
+  TlsPeerMode mode_;
+  struct SslContext;
+  std::unique_ptr<SslContext> ctx_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  std::vector<TlsPeerConnection> connections_;
+  std::unique_ptr<net::ConnectionServer> server_;  // last: stopped before the rest goes
+};
+
+}  // namespace hotfix::testsupport
