@@ -1,0 +1,607 @@
+#include "wire/tls_dialer.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+namespace hotfix::wire {
+namespace {
+
+constexpr size_t kMaxProxyHeader = 16 * 1024;
+
+// ---- Small owners and helpers. ----
+
+struct SslCtxFree {
+  void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
+};
+struct SslFree {
+  void operator()(SSL* p) const { SSL_free(p); }
+};
+struct X509Free {
+  void operator()(X509* p) const { X509_free(p); }
+};
+struct BioFree {
+  void operator()(BIO* p) const { BIO_free(p); }
+};
+using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
+using SslPtr = std::unique_ptr<SSL, SslFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+
+ private:
+  void Reset() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+};
+
+bool IsIpLiteral(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+std::string JoinHostPort(const std::string& host, uint16_t port) {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+// Peer-supplied text echoed into a message: bounded and without control characters.
+std::string Printable(std::string_view s, size_t max = 200) {
+  std::string out;
+  for (char c : s.substr(0, max)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  if (s.size() > max) out += "...";
+  return out;
+}
+
+// The oldest queued OpenSSL error, then an empty queue: later SSL_get_error calls rely on it.
+std::string TakeOpenSslError() {
+  unsigned long code = ERR_get_error();
+  ERR_clear_error();
+  if (code == 0) return "";
+  char buf[256];
+  ERR_error_string_n(code, buf, sizeof(buf));
+  return buf;
+}
+
+// Waits until fd is ready for events or the deadline passes. Readiness includes errors: the
+// next I/O call reports them.
+Status WaitFd(int fd, short events, Deadline deadline) {
+  while (true) {
+    pollfd pfd{fd, events, 0};
+    int rv = poll(&pfd, 1, deadline.PollTimeoutMs());
+    if (rv > 0) return Status::Ok();
+    if (rv < 0 && errno != EINTR)
+      return Status::Unavailable(std::string("poll: ") + strerror(errno));
+    if (rv == 0 && deadline.expired()) return Status::DeadlineExceeded("deadline exceeded");
+  }
+}
+
+// ---- Trust anchors: every CERTIFICATE block, as Go's CertPool.AppendCertsFromPEM. ----
+
+StatusOr<std::vector<X509Ptr>> ParseCaCerts(const std::string& ca_pem) {
+  if (ca_pem.empty()) {
+    return Status::InvalidArgument(
+        "cluster CA unavailable; refusing to connect over unverified TLS");
+  }
+  BioPtr bio(BIO_new_mem_buf(ca_pem.data(), static_cast<int>(ca_pem.size())));
+  if (!bio) return Status::Internal("BIO_new_mem_buf failed");
+  std::vector<X509Ptr> certs;
+  while (true) {
+    int before = BIO_pending(bio.get());
+    char* name = nullptr;
+    char* header = nullptr;
+    unsigned char* data = nullptr;
+    long len = 0;
+    if (PEM_read_bio(bio.get(), &name, &header, &data, &len) == 1) {
+      // Like Go, skip other block types and blocks with headers (encrypted PEM).
+      if (std::strcmp(name, "CERTIFICATE") == 0 && header[0] == '\0') {
+        const unsigned char* p = data;
+        X509Ptr cert(d2i_X509(nullptr, &p, len));
+        // Go's ParseCertificate also rejects trailing bytes.
+        if (cert && p == data + len) certs.push_back(std::move(cert));
+      }
+      OPENSSL_free(name);
+      OPENSSL_free(header);
+      OPENSSL_free(data);
+      continue;
+    }
+    // "no start line" is the end of the input; a malformed block is skipped like Go does.
+    unsigned long err = ERR_peek_last_error();
+    bool end = ERR_GET_LIB(err) == ERR_LIB_PEM && ERR_GET_REASON(err) == PEM_R_NO_START_LINE;
+    if (end || BIO_pending(bio.get()) == before || BIO_pending(bio.get()) == 0) break;
+  }
+  ERR_clear_error();
+  if (certs.empty()) return Status::InvalidArgument("failed to parse cluster CA PEM");
+  return certs;
+}
+
+// ---- Options and the TLS context. ----
+
+Status ValidateOptions(const TlsDialOptions& o) {
+  if (o.host.empty()) return Status::InvalidArgument("no host to dial");
+  if (o.verify_name.empty()) return Status::InvalidArgument("no server name to verify");
+  if (o.required_alpn.empty()) return Status::InvalidArgument("no required ALPN protocol");
+  for (const std::string& proto : o.alpn) {
+    if (proto.empty() || proto.size() > 255) {
+      return Status::InvalidArgument("ALPN protocol names must be 1 to 255 bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string AlpnWireList(const std::vector<std::string>& protocols) {
+  std::string wire;
+  for (const std::string& proto : protocols) {
+    wire.push_back(static_cast<char>(proto.size()));
+    wire += proto;
+  }
+  return wire;
+}
+
+StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, std::vector<X509Ptr> anchors) {
+  SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
+  if (!ctx) return Status::Internal("SSL_CTX_new: " + TakeOpenSslError());
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  // TLS 1.2 suites as grpc-go's: ECDHE with AEAD only (RFC 7540 §9.2.2 for h2).
+  if (SSL_CTX_set_cipher_list(ctx.get(), "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
+    return Status::Internal("setting TLS 1.2 cipher suites: " + TakeOpenSslError());
+  }
+  // A TCP close without close_notify reads as end of stream, as in Go; HTTP/2 framing
+  // detects a truncated response by itself.
+  SSL_CTX_set_options(ctx.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
+
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());  // empty: no system roots
+  for (const X509Ptr& cert : anchors) {
+    if (X509_STORE_add_cert(store, cert.get()) != 1) {
+      return Status::Internal("adding the cluster CA: " + TakeOpenSslError());
+    }
+  }
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx.get());
+  // Go checks only the SAN, never the CN, and allows only whole-label wildcards.
+  X509_VERIFY_PARAM_set_hostflags(
+      param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+  if (X509_VERIFY_PARAM_set1_host(param, o.verify_name.data(), o.verify_name.size()) != 1 ||
+      X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER) != 1) {
+    return Status::Internal("configuring certificate verification: " + TakeOpenSslError());
+  }
+  std::string alpn = AlpnWireList(o.alpn);
+  if (!alpn.empty() &&
+      SSL_CTX_set_alpn_protos(ctx.get(), reinterpret_cast<const unsigned char*>(alpn.data()),
+                              static_cast<unsigned>(alpn.size())) != 0) {  // 0 is success here
+    return Status::Internal("setting ALPN: " + TakeOpenSslError());
+  }
+  return ctx;
+}
+
+// ---- Resolution, on a helper thread because getaddrinfo has no timeout. ----
+
+struct Address {
+  sockaddr_storage storage{};
+  socklen_t len = 0;
+
+  std::string ToString() const {
+    char host[INET6_ADDRSTRLEN] = "?";
+    uint16_t port = 0;
+    if (storage.ss_family == AF_INET) {
+      auto* in = reinterpret_cast<const sockaddr_in*>(&storage);
+      inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+      port = ntohs(in->sin_port);
+    } else if (storage.ss_family == AF_INET6) {
+      auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage);
+      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+      port = ntohs(in6->sin6_port);
+    }
+    return JoinHostPort(host, port);
+  }
+};
+
+// Shared with the resolver thread, which may outlive the wait: the last owner frees it.
+struct Resolution {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int rc = 0;
+  int sys_errno = 0;
+  std::vector<Address> addresses;
+};
+
+void RunGetaddrinfo(const std::string& host, uint16_t port, int flags, Resolution& out) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | flags;
+  addrinfo* list = nullptr;
+  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list);
+  int sys_errno = errno;
+  std::vector<Address> addresses;
+  for (addrinfo* ai = list; rc == 0 && ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_addrlen > sizeof(sockaddr_storage)) continue;
+    Address a;
+    std::memcpy(&a.storage, ai->ai_addr, ai->ai_addrlen);
+    a.len = ai->ai_addrlen;
+    addresses.push_back(a);
+  }
+  if (list != nullptr) freeaddrinfo(list);
+  std::lock_guard<std::mutex> lock(out.mu);
+  out.rc = rc;
+  out.sys_errno = sys_errno;
+  out.addresses = std::move(addresses);
+  out.done = true;
+  out.cv.notify_all();
+}
+
+StatusOr<std::vector<Address>> Resolve(const std::string& host, uint16_t port, Deadline deadline) {
+  auto state = std::make_shared<Resolution>();
+  if (IsIpLiteral(host)) {
+    RunGetaddrinfo(host, port, AI_NUMERICHOST, *state);
+  } else {
+    try {
+      std::thread([state, host, port] { RunGetaddrinfo(host, port, 0, *state); }).detach();
+    } catch (const std::system_error& e) {
+      return Status::Unavailable("resolving " + host + ": cannot start resolver: " + e.what());
+    }
+  }
+  std::unique_lock<std::mutex> lock(state->mu);
+  auto done = [&state] { return state->done; };
+  if (deadline.infinite()) {
+    state->cv.wait(lock, done);
+  } else if (!state->cv.wait_until(lock, deadline.when(), done)) {
+    return Status::DeadlineExceeded("resolving " + host + " timed out");
+  }
+  if (state->rc != 0) {
+    std::string why =
+        state->rc == EAI_SYSTEM ? strerror(state->sys_errno) : gai_strerror(state->rc);
+    return Status::Unavailable("resolving " + host + ": " + why);
+  }
+  if (state->addresses.empty()) return Status::Unavailable("resolving " + host + ": no addresses");
+  return state->addresses;
+}
+
+// ---- TCP connect: each address in turn, sharing the time like Go's dialSerial. ----
+
+// Go's partialDeadline: an equal share of what is left per remaining address, at least 2 s.
+Deadline PartialDeadline(Deadline deadline, size_t remaining_addresses) {
+  if (deadline.infinite()) return deadline;
+  auto left = deadline.remaining();
+  auto share = left / static_cast<int64_t>(remaining_addresses);
+  auto sane_minimum = std::min<std::chrono::milliseconds>(left, std::chrono::seconds(2));
+  return Deadline::After(std::max(share, sane_minimum));
+}
+
+StatusOr<Fd> ConnectOne(const Address& address, Deadline deadline, const std::string& label) {
+  std::string what = "connecting to " + label + address.ToString();
+  Fd fd(socket(address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return Status::Unavailable(what + ": socket: " + strerror(errno));
+  int rv = connect(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage), address.len);
+  if (rv != 0 && errno != EINPROGRESS) return Status::Unavailable(what + ": " + strerror(errno));
+  if (rv != 0) {
+    Status ready = WaitFd(fd.get(), POLLOUT, deadline);
+    if (ready.code() == Status::Code::kDeadlineExceeded) {
+      return Status::DeadlineExceeded(what + " timed out");
+    }
+    if (!ready.ok()) return ready.Annotate(what);
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) return Status::Unavailable(what + ": " + strerror(err));
+  }
+  int one = 1;
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // as Go; best effort
+  return fd;
+}
+
+StatusOr<Fd> ConnectAny(const std::vector<Address>& addresses, Deadline deadline,
+                        const std::string& label) {
+  Status first_error;
+  for (size_t i = 0; i < addresses.size() && !deadline.expired(); ++i) {
+    auto fd = ConnectOne(addresses[i], PartialDeadline(deadline, addresses.size() - i), label);
+    if (fd.ok()) return fd;
+    if (first_error.ok()) first_error = fd.status();
+  }
+  if (deadline.expired()) {
+    return Status::DeadlineExceeded("connecting to " + label + addresses.front().ToString() +
+                                    " timed out");
+  }
+  return first_error;
+}
+
+// ---- HTTP CONNECT through a proxy. ----
+
+Status SendAll(int fd, std::string_view data, Deadline deadline) {
+  while (!data.empty()) {
+    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (Status ready = WaitFd(fd, POLLOUT, deadline); !ready.ok()) return ready;
+    } else if (n < 0 && errno != EINTR) {
+      return Status::Unavailable(strerror(errno));
+    }
+  }
+  return Status::Ok();
+}
+
+// Reads the response header and not one byte more: what follows belongs to the tunnel.
+StatusOr<std::string> ReadHeaderBlock(int fd, Deadline deadline) {
+  std::string header;
+  char buf[1024];
+  while (true) {
+    size_t room = std::min(sizeof(buf), kMaxProxyHeader - header.size());
+    if (room == 0) return Status::Unavailable("proxy response header exceeds 16 KiB");
+    ssize_t n = recv(fd, buf, room, MSG_PEEK);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (Status ready = WaitFd(fd, POLLIN, deadline); !ready.ok()) return ready;
+      continue;
+    }
+    if (n < 0) return Status::Unavailable(strerror(errno));
+    if (n == 0) return Status::Unavailable("proxy closed the connection");
+    size_t scan_from = header.size() < 3 ? 0 : header.size() - 3;
+    std::string combined = header + std::string(buf, static_cast<size_t>(n));
+    size_t end = combined.find("\r\n\r\n", scan_from);
+    size_t take = end == std::string::npos ? static_cast<size_t>(n) : end + 4 - header.size();
+    if (recv(fd, buf, take, 0) != static_cast<ssize_t>(take)) {
+      return Status::Unavailable("reading the proxy response failed");
+    }
+    header.append(buf, take);
+    if (end != std::string::npos) return header;
+  }
+}
+
+Status ProxyConnect(int fd, const TlsDialOptions& o, Deadline deadline) {
+  const ProxyConfig& proxy = *o.proxy;
+  std::string target = JoinHostPort(o.host, o.port);
+  std::string step = "proxy CONNECT to " + target + " via " + JoinHostPort(proxy.host, proxy.port);
+  std::string request = "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n";
+  if (!proxy.proxy_authorization.empty()) {
+    request += "Proxy-Authorization: " + proxy.proxy_authorization + "\r\n";
+  }
+  request += "\r\n";
+  Status sent = SendAll(fd, request, deadline);
+  auto header = sent.ok() ? ReadHeaderBlock(fd, deadline) : StatusOr<std::string>(sent);
+  if (!header.ok()) {
+    if (header.status().code() == Status::Code::kDeadlineExceeded) {
+      return Status::DeadlineExceeded(step + " timed out");
+    }
+    return header.status().Annotate(step);
+  }
+  std::string_view status_line = std::string_view(*header).substr(0, header->find("\r\n"));
+  // "HTTP/1.x 2xx ..."
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  bool ok = status_line.size() >= 12 && status_line.substr(0, 7) == "HTTP/1." &&
+            status_line[8] == ' ' && status_line[9] == '2' && digit(status_line[10]) &&
+            digit(status_line[11]);
+  if (!ok)
+    return Status::Unavailable(step + " failed: proxy answered \"" + Printable(status_line) + "\"");
+  return Status::Ok();
+}
+
+// ---- A socket BIO that never raises SIGPIPE: OpenSSL's own uses write(2). ----
+
+int SendNoSignal(BIO* bio, const char* data, int len) {
+  int fd = -1;
+  BIO_get_fd(bio, &fd);
+  ssize_t n = send(fd, data, static_cast<size_t>(len), MSG_NOSIGNAL);
+  BIO_clear_retry_flags(bio);
+  if (n <= 0 && BIO_sock_should_retry(static_cast<int>(n))) BIO_set_retry_write(bio);
+  return static_cast<int>(n);
+}
+
+// Everything but the write comes from OpenSSL's socket BIO. Created once, never freed.
+const BIO_METHOD* NoSigpipeSocketMethod() {
+  static BIO_METHOD* method = [] {
+    const BIO_METHOD* base = BIO_s_socket();
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "socket without SIGPIPE");
+    if (m == nullptr) return m;
+    BIO_meth_set_write(m, SendNoSignal);
+    BIO_meth_set_read(m, BIO_meth_get_read(base));
+    BIO_meth_set_puts(m, BIO_meth_get_puts(base));
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(base));
+    BIO_meth_set_create(m, BIO_meth_get_create(base));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(base));
+    return m;
+  }();
+  return method;
+}
+
+// ---- The established stream. ----
+
+// What went wrong in an SSL call, for a message.
+std::string SslFailure(int ssl_error, int saved_errno) {
+  std::string queued = TakeOpenSslError();
+  if (!queued.empty()) return queued;
+  if (ssl_error == SSL_ERROR_SYSCALL && saved_errno != 0) return strerror(saved_errno);
+  if (ssl_error == SSL_ERROR_SYSCALL || ssl_error == SSL_ERROR_ZERO_RETURN) {
+    return "connection closed by peer";
+  }
+  return "SSL error " + std::to_string(ssl_error);
+}
+
+class OpenSslStream final : public TlsStream {
+ public:
+  OpenSslStream(Fd fd, SslPtr ssl, std::string alpn, std::string peer)
+      : fd_(std::move(fd)), ssl_(std::move(ssl)), alpn_(std::move(alpn)), peer_(std::move(peer)) {}
+  ~OpenSslStream() override {
+    // Best effort close_notify; non-blocking, so it never waits for the peer.
+    ERR_clear_error();
+    SSL_shutdown(ssl_.get());
+    ERR_clear_error();
+  }
+
+  Status WriteAll(std::string_view data, Deadline deadline) override {
+    while (!data.empty()) {
+      int chunk = static_cast<int>(std::min<size_t>(data.size(), 1 << 30));
+      ERR_clear_error();
+      // After WANT_*, OpenSSL requires the same buffer again: data is unchanged until success.
+      int n = SSL_write(ssl_.get(), data.data(), chunk);
+      int saved_errno = errno;
+      if (n > 0) {
+        data.remove_prefix(static_cast<size_t>(n));
+        continue;
+      }
+      if (Status waited = Wait(SSL_get_error(ssl_.get(), n), saved_errno, deadline, "writing to ");
+          !waited.ok()) {
+        return waited;
+      }
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<size_t> ReadSome(char* buf, size_t len, Deadline deadline) override {
+    while (true) {
+      ERR_clear_error();
+      // Buffered plaintext (SSL_pending) is returned here without touching the socket.
+      int n = SSL_read(ssl_.get(), buf, static_cast<int>(std::min<size_t>(len, 1 << 30)));
+      int saved_errno = errno;
+      if (n > 0) return static_cast<size_t>(n);
+      int error = SSL_get_error(ssl_.get(), n);
+      if (error == SSL_ERROR_ZERO_RETURN) return size_t{0};
+      if (error == SSL_ERROR_SYSCALL && saved_errno == 0 && ERR_peek_error() == 0) {
+        return size_t{0};  // EOF without close_notify
+      }
+      if (Status waited = Wait(error, saved_errno, deadline, "reading from "); !waited.ok()) {
+        return waited;
+      }
+    }
+  }
+
+  const std::string& selected_alpn() const override { return alpn_; }
+  std::string protocol_version() const override { return SSL_get_version(ssl_.get()); }
+
+ private:
+  // Ok once the socket is ready for what OpenSSL asked; otherwise the failure.
+  Status Wait(int ssl_error, int saved_errno, Deadline deadline, const std::string& what) {
+    short events = ssl_error == SSL_ERROR_WANT_READ    ? POLLIN
+                   : ssl_error == SSL_ERROR_WANT_WRITE ? POLLOUT
+                                                       : 0;
+    if (events == 0)
+      return Status::Unavailable(what + peer_ + ": " + SslFailure(ssl_error, saved_errno));
+    Status ready = WaitFd(fd_.get(), events, deadline);
+    if (ready.code() == Status::Code::kDeadlineExceeded) {
+      return Status::DeadlineExceeded(what + peer_ + " timed out");
+    }
+    return ready;
+  }
+
+  Fd fd_;  // declared first: closed after ssl_ is freed
+  SslPtr ssl_;
+  std::string alpn_;
+  std::string peer_;
+};
+
+// ---- The handshake. ----
+
+StatusOr<std::unique_ptr<TlsStream>> Handshake(Fd fd, SSL_CTX* ctx, const TlsDialOptions& o,
+                                               Deadline deadline) {
+  std::string peer = JoinHostPort(o.host, o.port);
+  SslPtr ssl(SSL_new(ctx));
+  BIO* bio = NoSigpipeSocketMethod() ? BIO_new(NoSigpipeSocketMethod()) : nullptr;
+  if (!ssl || bio == nullptr) {
+    BIO_free(bio);
+    return Status::Internal("creating the TLS session: " + TakeOpenSslError());
+  }
+  BIO_set_fd(bio, fd.get(), BIO_NOCLOSE);
+  SSL_set_bio(ssl.get(), bio, bio);  // ssl owns bio now
+  if (!o.sni.empty() && !IsIpLiteral(o.sni) &&
+      SSL_set_tlsext_host_name(ssl.get(), o.sni.c_str()) != 1) {
+    return Status::InvalidArgument("invalid SNI: " + TakeOpenSslError());
+  }
+  while (true) {
+    ERR_clear_error();
+    int rv = SSL_connect(ssl.get());
+    int saved_errno = errno;
+    if (rv == 1) break;
+    int error = SSL_get_error(ssl.get(), rv);
+    if (error != SSL_ERROR_WANT_READ && error != SSL_ERROR_WANT_WRITE) {
+      long verify = SSL_get_verify_result(ssl.get());
+      if (verify != X509_V_OK) {
+        ERR_clear_error();
+        return Status::PermissionDenied(std::string("server certificate verification failed: ") +
+                                        X509_verify_cert_error_string(verify));
+      }
+      return Status::Unavailable("TLS handshake with " + peer +
+                                 " failed: " + SslFailure(error, saved_errno));
+    }
+    Status ready = WaitFd(fd.get(), error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+    if (ready.code() == Status::Code::kDeadlineExceeded) {
+      return Status::DeadlineExceeded("TLS handshake with " + peer + " timed out");
+    }
+    if (!ready.ok()) return ready.Annotate("TLS handshake with " + peer);
+  }
+  const unsigned char* selected = nullptr;
+  unsigned selected_len = 0;
+  SSL_get0_alpn_selected(ssl.get(), &selected, &selected_len);
+  std::string alpn(reinterpret_cast<const char*>(selected), selected_len);
+  if (alpn != o.required_alpn) {
+    return Status::Unavailable("server selected ALPN " + (alpn.empty() ? "none" : Printable(alpn)) +
+                               ", need " + o.required_alpn);
+  }
+  return std::unique_ptr<TlsStream>(
+      new OpenSslStream(std::move(fd), std::move(ssl), std::move(alpn), std::move(peer)));
+}
+
+}  // namespace
+
+StatusOr<int> ValidateCaPem(const std::string& ca_pem) {
+  auto certs = ParseCaCerts(ca_pem);
+  if (!certs.ok()) return certs.status();
+  return static_cast<int>(certs->size());
+}
+
+StatusOr<std::unique_ptr<TlsStream>> DialTls(const TlsDialOptions& options, Deadline deadline) {
+  if (Status valid = ValidateOptions(options); !valid.ok()) return valid;
+  auto anchors = ParseCaCerts(options.ca_pem);
+  if (!anchors.ok()) return anchors.status();
+  auto ctx = MakeContext(options, std::move(anchors).value());
+  if (!ctx.ok()) return ctx.status();
+
+  // Through a proxy, only the proxy is resolved: it resolves the target itself.
+  const std::string& dial_host = options.proxy ? options.proxy->host : options.host;
+  uint16_t dial_port = options.proxy ? options.proxy->port : options.port;
+  std::string label = options.proxy ? "proxy " : "";
+  auto addresses = Resolve(dial_host, dial_port, deadline);
+  if (!addresses.ok()) return addresses.status();
+  auto fd = ConnectAny(*addresses, deadline, label);
+  if (!fd.ok()) return fd.status();
+  if (options.proxy) {
+    if (Status tunnel = ProxyConnect(fd->get(), options, deadline); !tunnel.ok()) return tunnel;
+  }
+  return Handshake(std::move(fd).value(), ctx->get(), options, deadline);
+}
+
+}  // namespace hotfix::wire
