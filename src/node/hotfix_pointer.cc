@@ -1,6 +1,8 @@
 #include "node/hotfix_pointer.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -116,7 +118,7 @@ bool IsGoNonPrintable(uint32_t r) {
          r == 0xFEFF || (r >= 0xFFF9 && r <= 0xFFFB);
 }
 
-// Appends `prefix` and `value` as `digits` lowercase hex digits: "\\x7f", "\\u00a0".
+// Appends `prefix` then `value` as `digits` lowercase hex digits (Go writes x7f, u00a0).
 void AppendHexEscape(const char* prefix, uint32_t value, int digits, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->append(prefix);
@@ -235,9 +237,53 @@ size_t CopyEscape(std::string_view s, size_t i, std::string* out) {
   return i + 6;
 }
 
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Whether `s` is exactly a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool IsJsonNumber(std::string_view s) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < s.size() && IsDigit(s[i])) ++i;
+    return i > from;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i < s.size() && s[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+// Copies the number-like run at in[i] (outside strings); returns the next index. nlohmann
+// rejects a number that overflows a double (1e400) while Go only checks its syntax: no field of
+// ours is numeric, so any such number is either skipped or a type error, and 0 gives the same.
+size_t CopyNumber(std::string_view in, size_t i, std::string* out) {
+  size_t end = i;
+  auto in_number = [](char c) {
+    return IsDigit(c) || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
+  };
+  while (end < in.size() && in_number(in[end])) ++end;
+  const std::string token(in.substr(i, end - i));
+  const bool overflows = IsJsonNumber(token) && std::isinf(std::strtod(token.c_str(), nullptr));
+  out->append(overflows ? "0" : token);
+  return end;
+}
+
 // Go's decoder replaces each invalid UTF-8 byte, and each unpaired surrogate escape, with
-// U+FFFD; nlohmann rejects both. Rewriting them first makes the two decoders agree. Outside
-// strings the rewritten text is still a syntax error, exactly as it is for Go.
+// U+FFFD, and accepts numbers too large for a double; nlohmann rejects all three. Rewriting them
+// first makes the two decoders agree. Outside strings invalid bytes stay a syntax error, as they
+// are for Go.
 std::string RepairLikeGoDecoder(std::string_view in) {
   std::string out;
   out.reserve(in.size());
@@ -250,6 +296,8 @@ std::string RepairLikeGoDecoder(std::string_view in) {
       i += r.size;
     } else if (in_string && c == '\\') {
       i = CopyEscape(in, i, &out);
+    } else if (!in_string && (c == '-' || IsDigit(c))) {
+      i = CopyNumber(in, i, &out);
     } else {
       if (c == '"') in_string = !in_string;
       out.push_back(c);

@@ -223,6 +223,19 @@ TEST(ParseHotfixPointerTest, NestingDeeperThanGoAllowsIsAnError) {
   EXPECT_THAT(ParseError(deep), HasSubstr("exceeded max depth"));
 }
 
+TEST(ParseHotfixPointerTest, NumbersBeyondADoubleAreOnlySyntaxCheckedLikeGo) {
+  // nlohmann alone rejects 1e400; Go skips it in an unknown key and calls it a type error in ours.
+  EXPECT_EQ(Parsed(R"({"x":1e400,"y":[-1E+999],"version":"v"})").version, "v");
+  EXPECT_THAT(ParseError(R"({"version":-1e400})"), HasSubstr("cannot unmarshal number"));
+  EXPECT_THAT(ParseError(R"({"hotfixes":{"a":1e999}})"), HasSubstr("cannot unmarshal number"));
+  EXPECT_THAT(ParseError("1e400"), HasSubstr("cannot unmarshal number into Go value"));
+  // Invalid numbers stay syntax errors, and a number inside a string is text.
+  EXPECT_THAT(ParseError(R"({"x":01e400})"), Not(HasSubstr("cannot unmarshal")));
+  EXPECT_THAT(ParseError(R"({"x":1e400e1})"), Not(HasSubstr("cannot unmarshal")));
+  EXPECT_EQ(Parsed(R"({"version":"1e400"})").version, "1e400");
+  EXPECT_EQ(Parsed(R"({"x":1e-400,"version":"v"})").version, "v");
+}
+
 TEST(ParseHotfixPointerTest, TrimsUnicodeWhiteSpaceLikeGo) {
   // bytes.TrimSpace also trims U+00A0, U+0085, U+2028, \v and \f.
   EXPECT_EQ(Parsed("\xC2\xA0\v{\"version\":\"v\"}\f\xE2\x80\xA8").version, "v");
