@@ -1,10 +1,8 @@
 // Self-tests of lp_testsupport's building blocks: certificates, temp dirs, subprocesses,
 // ports, the ClientHello tap and the misbehaving TLS peers. The fixtures other tests trust
 // must themselves do what their headers promise.
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -391,12 +389,8 @@ TEST_F(TlsPeerTest, SelectH2SilentCompletesTlsThenSaysNothing) {
 
 TEST_F(TlsPeerTest, StopsWhileClientsStillHoldConnections) {
   auto peer = Peer(TlsPeerMode::kSelectH2Silent);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(peer->port());
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  int fd = ConnectLoopback(peer->port());
+  ASSERT_GE(fd, 0);
   ASSERT_TRUE(peer->WaitForAccepted(1, kGenerous));
   peer.reset();  // must not hang on the handler blocked in SSL_accept
   close(fd);

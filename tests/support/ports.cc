@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "socket_util.h"
+
 namespace hotfix::testsupport {
 namespace {
 
@@ -64,6 +66,8 @@ uint16_t PickFreePort() {
 }
 
 std::string LoopbackAddress(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+int ConnectLoopback(uint16_t port) { return net::ConnectTcp("127.0.0.1", port); }
 
 bool IsListening(uint16_t port) {
   return TableHasListener("/proc/net/tcp", port) || TableHasListener("/proc/net/tcp6", port);

@@ -19,6 +19,10 @@ uint16_t PickFreePort();
 // "127.0.0.1:<port>"
 std::string LoopbackAddress(uint16_t port);
 
+// A plain TCP connection to 127.0.0.1:port (e.g. to send non-TLS bytes or hold a
+// connection open); -1 with errno on failure. The caller closes it.
+int ConnectLoopback(uint16_t port);
+
 // True if a TCP socket on any local address is in LISTEN state on this port. Reads
 // /proc/net/tcp and /proc/net/tcp6 instead of connecting, so readiness probes never show
 // up as connections at the server under test.
