@@ -180,6 +180,16 @@ TEST(NbcFallbackTest, InvalidCa) {
             "decoding nbc-cmd KUBE_CA_CRT: illegal base64 data at input byte 3");
 }
 
+TEST(NbcFallbackTest, OversizedFileIsAnErrorNamingTheLimit) {
+  TempDir dir;
+  const std::string nbc =
+      dir.Write("nbc.sh", NbcContent("x.example.com", "") + std::string((4 << 20) + 1, ' '));
+  StatusOr<LpsTarget> t = ResolveLpsTarget(dir.File("none.json"), nbc, NullLogger());
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), StartsWith("reading nbc-cmd " + nbc + ": "));
+  EXPECT_THAT(t.status().message(), HasSubstr("larger than 4194304 bytes"));
+}
+
 TEST(NbcFallbackTest, DirectoryIsAReadError) {
   TempDir dir;
   fs::create_directory(dir.File("nbc.sh"));
