@@ -3,10 +3,14 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace hotfix::wire {
 namespace {
@@ -85,6 +89,7 @@ std::optional<GrpcStatus> ValidateRequest(const UnaryRequest& request) {
     return invalid("authority must be non-empty printable ASCII");
   }
   if (!IsPrintable(request.user_agent, true)) return invalid("user agent is not printable ASCII");
+  if (request.message.size() > UINT32_MAX) return invalid("message larger than 4 GiB");
   for (const Metadata& md : request.metadata) {
     bool key_ok = !md.key.empty() && std::all_of(md.key.begin(), md.key.end(), [](char c) {
       return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
@@ -134,6 +139,9 @@ class MessageDecoder {
       return Local(GrpcCode::kInternal,
                    "server sent a truncated message: " + std::to_string(message_.size()) + " of " +
                        std::to_string(declared_) + " declared bytes");
+    }
+    if (!prefix_.empty() && complete_ == 0) {
+      return Local(GrpcCode::kInternal, "server sent a truncated length prefix");
     }
     if (!prefix_.empty()) {
       return Local(GrpcCode::kInternal, "server sent " + std::to_string(prefix_.size()) +
@@ -295,7 +303,9 @@ class UnaryCall {
       if (deadline_.expired()) return Decide(DeadlineStatus());
       if (Status sent = Flush(); !sent.ok()) return Decide(TransportFailure(sent, "sending"));
       if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_)) {
-        return Decide(Local(GrpcCode::kUnavailable, "HTTP/2 connection error: " + last_error_));
+        return Decide(
+            Local(GrpcCode::kUnavailable,
+                  "HTTP/2 session ended" + (last_error_.empty() ? "" : ": " + last_error_)));
       }
       auto n = stream_.ReadSome(buf, sizeof(buf), deadline_);
       if (!n.ok()) return Decide(TransportFailure(n.status(), "reading the response"));

@@ -405,8 +405,9 @@ Status ProxyConnect(int fd, const TlsDialOptions& o, Deadline deadline) {
   bool ok = status_line.size() >= 12 && status_line.substr(0, 7) == "HTTP/1." &&
             status_line[8] == ' ' && status_line[9] == '2' && digit(status_line[10]) &&
             digit(status_line[11]);
-  if (!ok)
+  if (!ok) {
     return Status::Unavailable(step + " failed: proxy answered \"" + Printable(status_line) + "\"");
+  }
   return Status::Ok();
 }
 
