@@ -31,16 +31,18 @@ CheckHotfixResult Succeeded(Outcome outcome, std::optional<HotfixPointer> staged
 CheckHotfixResult Stage(const CheckHotfixOptions& options, const HotfixMap& hotfixes,
                         Outcome on_hit, Outcome on_miss, const char* write_error_prefix,
                         Logger& log) {
-  HotfixPointer planned = PlanStagedPointer(options.pointer_path, hotfixes, log);
-  if (!options.dry_run) {
-    Status st =
+  HotfixPointer staged;
+  if (options.dry_run) {
+    staged = PlanStagedPointer(options.pointer_path, hotfixes, log);
+  } else {
+    auto written =
         StageHotfixes(options.pointer_path, hotfixes,
                       Deadline::After(std::chrono::milliseconds(options.lock_timeout_ms)), log);
-    if (!st.ok()) return Failed(st.Annotate(write_error_prefix));
+    if (!written.ok()) return Failed(written.status().Annotate(write_error_prefix));
+    staged = std::move(*written);
   }
-  Outcome outcome =
-      ResolveVersion(planned, options.current_version, log).empty() ? on_miss : on_hit;
-  return Succeeded(outcome, std::move(planned));
+  Outcome outcome = ResolveVersion(staged, options.current_version, log).empty() ? on_miss : on_hit;
+  return Succeeded(outcome, std::move(staged));
 }
 
 CheckHotfixResult FallBackToColdStart(const CheckHotfixOptions& options,

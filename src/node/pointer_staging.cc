@@ -9,14 +9,17 @@ namespace {
 // writes it 0600 and a rewrite must not loosen or tighten that.
 constexpr mode_t kNewPointerMode = 0644;
 
-Status WritePlanned(const std::string& path, const HotfixMap& hotfixes, Logger& log) {
-  const HotfixPointer planned = PlanStagedPointer(path, hotfixes, log);
+StatusOr<HotfixPointer> WritePlanned(const std::string& path, const HotfixMap& hotfixes,
+                                     Logger& log) {
+  HotfixPointer planned = PlanStagedPointer(path, hotfixes, log);
   AtomicWriteOptions options;
   options.mode = ExistingMode(path).value_or(kNewPointerMode);
   options.temp_prefix = kPointerTempPrefix;
   // rename(2) replaces the path itself: a symlink there (dangling or not) becomes a regular
   // file and its target is left alone, as with the reference's os.Rename.
-  return WriteFileAtomically(path, SerializeHotfixPointer(planned), options);
+  Status written = WriteFileAtomically(path, SerializeHotfixPointer(planned), options);
+  if (!written.ok()) return written;
+  return planned;
 }
 
 }  // namespace
@@ -37,19 +40,18 @@ HotfixPointer PlanStagedPointer(const std::string& path, const HotfixMap& hotfix
   return planned;
 }
 
-Status StageHotfixes(const std::string& path, const HotfixMap& hotfixes, Deadline deadline,
-                     Logger& log) {
+StatusOr<HotfixPointer> StageHotfixes(const std::string& path, const HotfixMap& hotfixes,
+                                      Deadline deadline, Logger& log) {
   // The parent folder is not created: a missing /opt/azure/containers means something is
   // badly wrong with the node, and opening it for the lock reports exactly that.
   const std::string dir = DirName(path);
   StatusOr<FolderLock> lock = FolderLock::Acquire(dir, deadline);
-  if (!lock.ok()) return lock.status().Annotate("writing hotfix config");
+  if (!lock.ok()) return lock.status();
   // Under the lock, a temp file can only be the leftover of a writer that was killed.
   RemoveStaleTempFiles(dir, kPointerTempPrefix);
-  Status written = WritePlanned(path, hotfixes, log);
-  if (!written.ok()) return written.Annotate("writing hotfix config");
-  log.Info("staged hotfix pointer for download-hotfix", {{"path", path}});
-  return Status::Ok();
+  StatusOr<HotfixPointer> written = WritePlanned(path, hotfixes, log);
+  if (written.ok()) log.Info("staged hotfix pointer for download-hotfix", {{"path", path}});
+  return written;
 }
 
 }  // namespace hotfix::node

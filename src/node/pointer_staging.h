@@ -20,9 +20,10 @@ inline constexpr char kPointerTempPrefix[] = ".aks-node-controller-hotfix-";
 // version/scripts_version will not be preserved" and carries nothing over.
 HotfixPointer PlanStagedPointer(const std::string& path, const HotfixMap& hotfixes, Logger& log);
 
-// Plans and writes. Logs INFO "staged hotfix pointer for download-hotfix" with path.
-// Errors read "writing hotfix config: <why>"; the pointer is then untouched.
-Status StageHotfixes(const std::string& path, const HotfixMap& hotfixes, Deadline deadline,
-                     Logger& log);
+// Plans under the folder lock and writes; returns what was written. Logs INFO "staged hotfix
+// pointer for download-hotfix" with path. On an error the pointer is untouched; callers
+// prefix the error with what they were writing ("writing hotfix config: …").
+StatusOr<HotfixPointer> StageHotfixes(const std::string& path, const HotfixMap& hotfixes,
+                                      Deadline deadline, Logger& log);
 
 }  // namespace hotfix::node

@@ -210,8 +210,9 @@ TEST_F(CheckHotfixTest, ColdStartInvalidJsonFailsNamingBothErrors) {
   WriteAll(options_.node_config_path, "{broken");
   auto r = Run(ScriptedFetcher::Code(GrpcCode::kUnavailable, "no route"));
   EXPECT_EQ(r.outcome, Outcome::kFailed);
-  EXPECT_THAT(r.error.message(), HasSubstr("LPS fetch failed (LPS gRPC call failed with code "
-                                           "Unavailable: no route) and cold-start fallback failed"));
+  EXPECT_THAT(r.error.message(),
+              HasSubstr("LPS fetch failed (LPS gRPC call failed with code "
+                        "Unavailable: no route) and cold-start fallback failed"));
 }
 
 TEST_F(CheckHotfixTest, FallbackOnlyForUnreachableLps) {
@@ -268,8 +269,7 @@ TEST_F(CheckHotfixTest, WriteFailureIsFailedAndLeavesNoFile) {
 TEST_F(CheckHotfixTest, DryRunReportsThePointerAndWritesNothing) {
   WriteAll(options_.pointer_path, kPreSeeded);
   options_.dry_run = true;
-  ScriptedFetcher fetcher =
-      ScriptedFetcher::Config(R"({"hotfixes":{"202604.01":"202604.01.9"}})");
+  ScriptedFetcher fetcher = ScriptedFetcher::Config(R"({"hotfixes":{"202604.01":"202604.01.9"}})");
   auto r = RunCheckHotfixCommand(options_, fetcher, events_dir_, NullLogger());
   EXPECT_EQ(r.outcome, Outcome::kLpsRead);
   ASSERT_TRUE(r.staged.has_value());
@@ -280,8 +280,7 @@ TEST_F(CheckHotfixTest, DryRunReportsThePointerAndWritesNothing) {
 }
 
 TEST_F(CheckHotfixTest, CommandSuccessWritesOneInformationalEvent) {
-  ScriptedFetcher fetcher =
-      ScriptedFetcher::Config(R"({"hotfixes":{"202604.01":"202604.01.1"}})");
+  ScriptedFetcher fetcher = ScriptedFetcher::Config(R"({"hotfixes":{"202604.01":"202604.01.1"}})");
   RunCheckHotfixCommand(options_, fetcher, events_dir_, NullLogger());
   auto events = Events();
   ASSERT_EQ(events.size(), 1u);

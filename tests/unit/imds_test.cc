@@ -29,8 +29,8 @@ TEST(ParseAttestedDocumentTest, MatchesTheKeyCaseInsensitivelyLikeGo) {
 }
 
 TEST(ParseAttestedDocumentTest, RejectsEmptyMissingNullAndWrongTypes) {
-  for (const char* body : {R"({"signature":""})", R"({"encoding":"pkcs7"})",
-                           R"({"signature":null})"}) {
+  for (const char* body :
+       {R"({"signature":""})", R"({"encoding":"pkcs7"})", R"({"signature":null})"}) {
     auto s = ParseAttestedDocument(body);
     ASSERT_FALSE(s.ok()) << body;
     EXPECT_EQ(s.status().message(), "imds attested document had empty signature");
@@ -56,7 +56,7 @@ class ImdsServer {
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
-    server_.wait_until_ready();
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~ImdsServer() {
     server_.stop();
@@ -129,8 +129,7 @@ TEST(ImdsTokenSourceTest, DoesNotFollowRedirects) {
 TEST(ImdsTokenSourceTest, CapsTheBodyAtOneMebibyte) {
   ImdsServer imds;
   imds.handler = [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"signature":")" + std::string(1 << 20, 'A') + R"("})",
-                    "application/json");
+    res.set_content(R"({"signature":")" + std::string(1 << 20, 'A') + R"("})", "application/json");
   };
   ImdsTokenSource source(imds.Url(), NullLogger());
   auto token = source.FetchOnce(Generous());

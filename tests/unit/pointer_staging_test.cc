@@ -149,7 +149,7 @@ TEST(StageHotfixesTest, NewFileIs0644EvenUnderARestrictiveUmask) {
   TempDir dir;
   const std::string path = dir.File("hotfix.json");
   const mode_t old_umask = ::umask(077);
-  Status st = StageHotfixes(path, {{"a", "b"}}, Soon(), NullLogger());
+  Status st = StageHotfixes(path, {{"a", "b"}}, Soon(), NullLogger()).status();
   ::umask(old_umask);
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(ModeOf(path), 0644u);
@@ -218,9 +218,9 @@ TEST(StageHotfixesTest, RemovesStaleTempFilesButNothingElse) {
 TEST(StageHotfixesTest, MissingParentFolderIsAnErrorAndIsNotCreated) {
   TempDir dir;
   const std::string path = dir.File("missing/hotfix.json");
-  Status st = StageHotfixes(path, {{"a", "b"}}, Soon(), NullLogger());
+  Status st = StageHotfixes(path, {{"a", "b"}}, Soon(), NullLogger()).status();
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), StartsWith("writing hotfix config: "));
+  EXPECT_THAT(st.message(), StartsWith("opening folder "));
   EXPECT_THAT(st.message(), HasSubstr("No such file or directory"));
   EXPECT_FALSE(fs::exists(dir.File("missing")));
 }
@@ -228,9 +228,10 @@ TEST(StageHotfixesTest, MissingParentFolderIsAnErrorAndIsNotCreated) {
 TEST(StageHotfixesTest, ParentThatIsARegularFileIsAnError) {
   TempDir dir;
   dir.Write("plain", "x");
-  Status st = StageHotfixes(dir.File("plain/hotfix.json"), {{"a", "b"}}, Soon(), NullLogger());
+  Status st =
+      StageHotfixes(dir.File("plain/hotfix.json"), {{"a", "b"}}, Soon(), NullLogger()).status();
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), StartsWith("writing hotfix config: "));
+  EXPECT_THAT(st.message(), StartsWith("opening folder "));
   EXPECT_EQ(Slurp(dir.File("plain")), "x");
   EXPECT_THAT(dir.Names(), ElementsAre("plain"));
 }
@@ -240,9 +241,9 @@ TEST(StageHotfixesTest, PointerThatIsADirectoryIsAnErrorAndUntouched) {
   const std::string path = dir.File("hotfix.json");
   fs::create_directory(path);
   std::ofstream(path + "/inside") << "content";
-  Status st = StageHotfixes(path, {{"a", "b"}}, Soon(), NullLogger());
+  Status st = StageHotfixes(path, {{"a", "b"}}, Soon(), NullLogger()).status();
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), StartsWith("writing hotfix config: rename "));
+  EXPECT_THAT(st.message(), StartsWith("rename "));
   EXPECT_TRUE(fs::is_directory(path));
   EXPECT_EQ(Slurp(path + "/inside"), "content");
   EXPECT_FALSE(HasTempFile(dir));
@@ -262,9 +263,9 @@ TEST(StageHotfixesTest, FailedWriteLeavesPointerByteForByteAndNoTempFile) {
     ::signal(SIGXFSZ, SIG_IGN);
     struct rlimit limit = {64, 64};
     ::setrlimit(RLIMIT_FSIZE, &limit);
-    Status st = StageHotfixes(path, big, Soon(), NullLogger());
+    Status st = StageHotfixes(path, big, Soon(), NullLogger()).status();
     const bool efbig = !st.ok() && st.message().find("File too large") != std::string::npos &&
-                       st.message().rfind("writing hotfix config: writing ", 0) == 0;
+                       st.message().rfind("writing ", 0) == 0;
     ::_exit(st.ok() ? 1 : efbig ? 0 : 2);
   }
   int wstatus = 0;
@@ -309,10 +310,11 @@ TEST(StageHotfixesTest, WaitsForTheFolderLockOnlyUntilTheDeadline) {
   StatusOr<FolderLock> held = FolderLock::Acquire(dir.path(), Soon());
   ASSERT_TRUE(held.ok());
   Status st = StageHotfixes(path, {{"a", "b"}}, Deadline::After(std::chrono::milliseconds(50)),
-                            NullLogger());
+                            NullLogger())
+                  .status();
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded);
-  EXPECT_THAT(st.message(), StartsWith("writing hotfix config: locking folder"));
+  EXPECT_THAT(st.message(), StartsWith("locking folder"));
   EXPECT_EQ(Slurp(path), kSeeded);
 }
 
