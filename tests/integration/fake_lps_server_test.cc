@@ -174,6 +174,24 @@ TEST_F(UnregisteredLpsTest, EveryCallIsUnimplemented) {
   EXPECT_EQ(server_->call_count(), 0u);
 }
 
+TEST(FakeLpsServerCapTest, KeepsOnlyTheNewestCalls) {
+  TestCa ca = TestCa::Create("test-cluster-ca");
+  FakeLpsServerOptions options;
+  options.cert = IssueLocalServerCert(ca, {kLpsServerName});
+  options.max_recorded_calls = 2;
+  int observed = 0;
+  options.on_call = [&observed](const LpsCall&) { ++observed; };  // calls are sequential here
+  FakeLpsServer server(std::move(options));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(CallLps(server.address(), ca.cert_pem(), kAksNodeControllerComponent).status.ok());
+  }
+  std::vector<LpsCall> calls = server.calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].sequence, 2u);
+  EXPECT_EQ(calls[1].sequence, 3u);
+  EXPECT_EQ(observed, 3);
+}
+
 TEST(FakeLpsServerCertTest, ExpiredCertificateFailsTheHandshake) {
   TestCa ca = TestCa::Create("test-cluster-ca");
   LeafOptions leaf;

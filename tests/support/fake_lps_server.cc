@@ -83,6 +83,7 @@ class FakeLpsServer::Service final : public pb::LivePatchingService::Service {
 FakeLpsServer::FakeLpsServer(FakeLpsServerOptions options)
     : behavior_(std::move(options.behavior)),
       on_call_(std::move(options.on_call)),
+      max_recorded_calls_(options.max_recorded_calls),
       host_(options.host) {
   grpc::SslServerCredentialsOptions tls;
   tls.pem_key_cert_pairs.push_back({options.cert.key_pem, options.cert.cert_pem});
@@ -158,12 +159,20 @@ void FakeLpsServer::SetOnlyComponent(std::optional<std::string> component) {
 }
 
 uint64_t FakeLpsServer::RecordCall(LpsCall call) {
-  if (on_call_) on_call_(call);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    call.sequence = ++next_sequence_;
+  }
+  if (on_call_) on_call_(call);  // outside the lock: logging must not serialize calls
+  uint64_t sequence = call.sequence;
   std::lock_guard<std::mutex> lock(mu_);
-  call.sequence = ++next_sequence_;
+  // A long benchmark run must not grow without bound: keep only the newest calls.
+  if (max_recorded_calls_ > 0 && calls_.size() >= max_recorded_calls_) {
+    calls_.erase(calls_.begin());
+  }
   calls_.push_back(std::move(call));
   changed_.notify_all();
-  return next_sequence_;
+  return sequence;
 }
 
 void FakeLpsServer::MarkCancelled(uint64_t sequence) {

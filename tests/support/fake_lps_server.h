@@ -53,7 +53,9 @@ struct LpsCall {
   // nullopt when the client sent no deadline.
   std::optional<std::chrono::milliseconds> deadline_remaining;
   std::string peer;  // "ipv4:127.0.0.1:54321"
-  // All auth-context properties (transport_security_type, security_level, ...).
+  // All auth-context properties. gRPC 1.51 exposes transport_security_type, security_level
+  // and ssl_session_reused (plus client-cert fields with mTLS) but not the selected ALPN;
+  // the server always picks "h2". Put a HelloTap in front to see what a client offered.
   std::multimap<std::string, std::string> auth_properties;
   std::string transport_security_type;  // "ssl"
   // The client went away while the server delayed its answer (e.g. its deadline passed).
@@ -75,8 +77,11 @@ struct FakeLpsServerOptions {
   // gRPC's stock generic service, which a server needs to start without services).
   bool register_service = true;
   LpsBehavior behavior;
-  // Called on the serving thread for each call as it arrives (e.g. to log it).
+  // Called on the serving thread for each call as it arrives (e.g. to log it); concurrent
+  // calls invoke it concurrently.
   std::function<void(const LpsCall&)> on_call;
+  // 0: keep every call; otherwise only the newest N (long-running demo/benchmark servers).
+  size_t max_recorded_calls = 0;
 };
 
 class FakeLpsServer {
@@ -116,6 +121,7 @@ class FakeLpsServer {
   mutable std::condition_variable changed_;
   LpsBehavior behavior_;
   std::function<void(const LpsCall&)> on_call_;
+  size_t max_recorded_calls_;
   std::vector<LpsCall> calls_;
   bool stopping_ = false;
   uint64_t next_sequence_ = 0;

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Live-patching service stand-in (GetComponentConfig) for demos and benchmarks"};
   std::string listen = "127.0.0.1:0", cert_path, key_path, config_path, status = "OK", message;
   int delay_ms = 0;
+  bool quiet = false;
   app.add_option("--listen", listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--tls-cert", cert_path, "PEM certificate chain, leaf first")->required();
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
   app.add_option("--status-message", message, "grpc-message for a non-OK --status");
   app.add_option("--delay-ms", delay_ms, "wait this long before answering")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--quiet", quiet, "no line per call on stderr (benchmarks)");
   CLI11_PARSE(app, argc, argv);
 
   sigset_t signals;
@@ -107,12 +109,14 @@ int main(int argc, char** argv) {
     options.behavior.delay = std::chrono::milliseconds(delay_ms);
     options.behavior.config = config_path.empty() ? "" : ReadFile(config_path);
     options.behavior.only_component = ts::kAksNodeControllerComponent;
+    options.max_recorded_calls = 16;  // only the log needs them; keep memory flat
     // The token is a credential: log its size, never its value.
-    options.on_call = [](const ts::LpsCall& call) {
-      std::fprintf(stderr, "call component=%s authorization_bytes=%zu user_agent=\"%s\"\n",
-                   call.component_name.c_str(), call.Authorization().size(),
-                   call.UserAgent().c_str());
-    };
+    if (!quiet)
+      options.on_call = [](const ts::LpsCall& call) {
+        std::fprintf(stderr, "call component=%s authorization_bytes=%zu user_agent=\"%s\"\n",
+                     call.component_name.c_str(), call.Authorization().size(),
+                     call.UserAgent().c_str());
+      };
     ts::FakeLpsServer server(std::move(options));
     std::cout << "lps-dev-server listening on " << server.address() << std::endl;
     WaitForTermination(signals);
