@@ -127,6 +127,12 @@ ImdsStandin::ImdsStandin(ImdsStandinOptions options)
   }
   port_ = static_cast<uint16_t>(port);
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // httplib's stop() is a no-op until the serving loop has started; a stand-in destroyed
+  // right away would otherwise leave that loop (and the join) running forever.
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!server_->is_running() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 ImdsStandin::~ImdsStandin() { Stop(); }
