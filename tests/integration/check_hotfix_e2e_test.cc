@@ -1,0 +1,525 @@
+// hotfix-agent check-hotfix end to end, as a node runs it: the real binary, through the real
+// HAProxy running deploy/haproxy/haproxy.cfg, to a real libgrpc++ service, with certificates
+// made here and the IMDS contract served on loopback.
+//
+//   hotfix-agent --TLS--> HAProxy --ALPN aks-live-patching--> HelloTap --> FakeLpsServer
+//        |                       `--anything else---------------------> TlsPeer "apiserver"
+//        `--HTTP--> ImdsStandin
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_lps_server.h"
+#include "haproxy.h"
+#include "hello_tap.h"
+#include "imds_standin.h"
+#include "ports.h"
+#include "subprocess.h"
+#include "temp_dir.h"
+#include "test_certs.h"
+#include "tls_peer.h"
+
+namespace hotfix::testsupport {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+using Json = nlohmann::json;
+
+constexpr char kFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
+constexpr char kServedMap[] =
+    R"({"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}})";
+constexpr char kPreSeeded[] = R"({"version":"202604.01.2","scripts_version":"202604.01.1"})";
+// Generous bounds only: the budget is 3 s for the exchange plus up to 2 s for IMDS's retry.
+constexpr auto kRunTimeout = std::chrono::seconds(30);
+constexpr auto kWithinBudget = std::chrono::milliseconds(8000);
+
+std::string BinDir() {
+  const char* dir = std::getenv("LP_BIN_DIR");
+  return dir != nullptr ? dir : LP_DEFAULT_BIN_DIR;
+}
+
+std::string Base64(const std::string& raw) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < raw.size(); i += 3) {
+    uint32_t n = (uint8_t(raw[i]) << 16) | (uint8_t(raw[i + 1]) << 8) | uint8_t(raw[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(n >> s) & 63];
+  }
+  if (i + 1 == raw.size()) {
+    uint32_t n = uint8_t(raw[i]) << 16;
+    out += std::string{kAlphabet[(n >> 18) & 63], kAlphabet[(n >> 12) & 63], '=', '='};
+  } else if (i + 2 == raw.size()) {
+    uint32_t n = (uint8_t(raw[i]) << 16) | (uint8_t(raw[i + 1]) << 8);
+    out += std::string{kAlphabet[(n >> 18) & 63], kAlphabet[(n >> 12) & 63],
+                       kAlphabet[(n >> 6) & 63], '='};
+  }
+  return out;
+}
+
+mode_t ModeOf(const std::filesystem::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+// What one run of the binary left behind.
+struct AgentRun {
+  ExitStatus status;
+  std::string stdout_text;
+  std::string stderr_text;
+  std::string log_file;
+  std::vector<Json> events;
+  std::vector<Json> log_lines;  // parsed from the log file
+
+  const Json& Event() const { return events.at(0); }
+  bool Logged(const std::string& msg) const {
+    for (const auto& l : log_lines) {
+      if (l.value("msg", "") == msg) return true;
+    }
+    return false;
+  }
+};
+
+class CheckHotfixE2eTest : public ::testing::Test {
+ protected:
+  CheckHotfixE2eTest()
+      : lps_(LpsOptions(ca_)),
+        tap_("127.0.0.1", lps_.port()),
+        apiserver_(ApiserverOptions(ca_)),
+        proxy_(ProxyOptions(tap_.port(), apiserver_.port())) {
+    lps_.SetConfig(kServedMap);
+    WriteNodeConfig(ca_.cert_pem());
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      ADD_FAILURE() << "HAProxy log:\n" << proxy_.Log() << "\nagent stderr:\n" << last_stderr_;
+    }
+  }
+
+  static FakeLpsServerOptions LpsOptions(const TestCa& ca) {
+    FakeLpsServerOptions options;
+    options.cert = IssueLocalServerCert(ca, {kLpsServerName});
+    return options;
+  }
+  static TlsPeerOptions ApiserverOptions(const TestCa& ca) {
+    TlsPeerOptions options;
+    options.mode = TlsPeerMode::kSelectH2Silent;
+    options.cert = IssueLocalServerCert(ca, {kFqdn});
+    return options;
+  }
+  static HaproxyOptions ProxyOptions(uint16_t service_port, uint16_t apiserver_port) {
+    HaproxyOptions options;
+    options.service_addr = LoopbackAddress(service_port);
+    options.apiserver_addr = LoopbackAddress(apiserver_port);
+    return options;
+  }
+
+  void WriteNodeConfig(const std::string& ca_pem, const std::string& extra = "") {
+    Json config = {{"version", "v1"},
+                   {"api_server_config", {{"api_server_name", kFqdn}}},
+                   {"kubernetes_ca_cert", Base64(ca_pem)}};
+    std::string text = config.dump();
+    if (!extra.empty()) text = text.substr(0, text.size() - 1) + "," + extra + "}";
+    dir_.Write("config.json", text);
+  }
+
+  std::string PointerPath() const { return dir_.File("hotfix.json").string(); }
+
+  std::vector<std::string> Args(uint16_t connect_port) const {
+    return {BinDir() + "/hotfix-agent",
+            "check-hotfix",
+            "--node-config",
+            dir_.File("config.json").string(),
+            "--nbc-cmd",
+            dir_.File("nbc-cmd.sh").string(),
+            "--hotfix-pointer",
+            PointerPath(),
+            "--imds-url",
+            imds_url_,
+            "--connect-to",
+            LoopbackAddress(connect_port),
+            "--events-dir",
+            dir_.File("events").string(),
+            "--log-file",
+            dir_.File("agent.log").string(),
+            "--current-version",
+            current_version_};
+  }
+
+  AgentRun Run(std::vector<std::string> extra_args = {},
+               std::map<std::string, std::string> env = {},
+               std::optional<uint16_t> connect_port = std::nullopt) {
+    SpawnOptions spawn;
+    spawn.argv = Args(connect_port.value_or(proxy_.frontend_port()));
+    spawn.argv.insert(spawn.argv.end(), extra_args.begin(), extra_args.end());
+    spawn.env = std::move(env);
+    spawn.unset_env = {"HTTPS_PROXY", "https_proxy", "NO_PROXY",  "no_proxy",
+                       "HTTP_PROXY",  "http_proxy",  "ALL_PROXY", "all_proxy"};
+    for (const auto& [k, v] : spawn.env) {
+      spawn.unset_env.erase(std::remove(spawn.unset_env.begin(), spawn.unset_env.end(), k),
+                            spawn.unset_env.end());
+    }
+    RunResult r = RunProcess(std::move(spawn), kRunTimeout);
+    AgentRun run;
+    run.status = r.status;
+    run.stdout_text = r.stdout_text;
+    run.stderr_text = r.stderr_text;
+    last_stderr_ = r.stderr_text;
+    run.log_file = dir_.Read("agent.log");
+    std::istringstream lines(run.log_file);
+    for (std::string line; std::getline(lines, line);) {
+      run.log_lines.push_back(Json::parse(line));
+    }
+    if (std::filesystem::exists(dir_.File("events"))) {
+      for (const auto& e : std::filesystem::directory_iterator(dir_.File("events"))) {
+        std::ifstream in(e.path());
+        run.events.push_back(Json::parse(in));
+      }
+    }
+    return run;
+  }
+
+  // Every run exits 0 and reports exactly one event, whatever happened.
+  void ExpectFailOpen(const AgentRun& run, const std::string& outcome) {
+    EXPECT_TRUE(run.status.success()) << run.status.ToString();
+    ASSERT_EQ(run.events.size(), 1u);
+    EXPECT_EQ(run.Event()["TaskName"], "AKS.AKSNodeController.CheckHotfix");
+    EXPECT_THAT(run.Event()["Message"].get<std::string>(),
+                StartsWith("check-hotfix outcome=" + outcome));
+    EXPECT_EQ(run.Event()["EventLevel"], outcome == "failed" ? "Error" : "Informational");
+    EXPECT_TRUE(run.Logged("aks-node-controller check-hotfix started"));
+    EXPECT_LT(run.status.wall_time, kWithinBudget);
+  }
+
+  std::string ErrorOf(const AgentRun& run) { return run.Event()["Message"].get<std::string>(); }
+
+  TestCa ca_ = TestCa::Create("test-cluster-ca");
+  FakeLpsServer lps_;
+  HelloTap tap_;
+  TlsPeer apiserver_;
+  Haproxy proxy_;
+  ImdsStandin imds_;
+  TempDir dir_{"check-hotfix-e2e"};
+  std::string imds_url_ = imds_.document_url();
+  std::string current_version_ = "202604.01.0";
+  std::string last_stderr_;
+};
+
+TEST_F(CheckHotfixE2eTest, StagesTheServedMapThroughTheAlpnRoute) {
+  std::filesystem::path pointer = dir_.Write("hotfix.json", kPreSeeded);
+  std::filesystem::permissions(pointer, std::filesystem::perms(0600));
+
+  AgentRun run = Run();
+
+  ExpectFailOpen(run, "lpsRead");
+  EXPECT_EQ(Json::parse(dir_.Read("hotfix.json")),
+            Json::parse(R"({"version":"202604.01.2","scripts_version":"202604.01.1",)"
+                        R"("hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}})"));
+  EXPECT_EQ(ModeOf(pointer), 0600u);
+  EXPECT_TRUE(run.Logged("staged hotfix pointer for download-hotfix"));
+  EXPECT_TRUE(run.Logged("check-hotfix completed"));
+  EXPECT_EQ(apiserver_.accepted_count(), 0u);
+}
+
+TEST_F(CheckHotfixE2eTest, OffersTheAlpnListAndSniTheProxyRoutesOn) {
+  AgentRun run = Run();
+  ExpectFailOpen(run, "lpsRead");
+  ASSERT_EQ(tap_.connection_count(), 1u);
+  TappedConnection seen = tap_.connections().at(0);
+  EXPECT_EQ(seen.hello.sni, kFqdn);
+  EXPECT_THAT(seen.hello.alpn, ElementsAre("aks-live-patching", "h2"));
+}
+
+TEST_F(CheckHotfixE2eTest, SendsTheAttestedDocumentAsMetadataAndABoundedDeadline) {
+  AgentRun run = Run();
+  ExpectFailOpen(run, "lpsRead");
+  ASSERT_EQ(lps_.call_count(), 1u);
+  LpsCall call = lps_.calls().at(0);
+  EXPECT_EQ(call.component_name, "aksNodeController");
+  ASSERT_EQ(call.Count("authorization"), 1u);
+  std::vector<std::string> served = imds_.served_signatures();
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_EQ(call.Authorization(), served[0]);
+  EXPECT_THAT(call.UserAgent(), HasSubstr("hotfix-agent/"));
+  EXPECT_EQ(call.authority, kFqdn);
+  ASSERT_TRUE(call.deadline_remaining.has_value()) << "no grpc-timeout sent";
+  EXPECT_GT(call.deadline_remaining->count(), 0);
+  EXPECT_LE(call.deadline_remaining->count(), 5000);
+  // IMDS saw the header it requires, and no proxy.
+  ASSERT_EQ(imds_.request_count(), 1u);
+  EXPECT_EQ(imds_.requests()[0].Header("Metadata"), "true");
+  // The token is a credential: it appears in no log line.
+  EXPECT_THAT(run.log_file, Not(HasSubstr(served[0].substr(0, 40))));
+  EXPECT_THAT(run.stderr_text, Not(HasSubstr(served[0].substr(0, 40))));
+}
+
+TEST_F(CheckHotfixE2eTest, NoEntryForThisBaseIsNoHotfixForBaseButStillStaged) {
+  current_version_ = "202607.15.0";
+  AgentRun run = Run();
+  ExpectFailOpen(run, "noHotfixForBase");
+  EXPECT_EQ(Json::parse(dir_.Read("hotfix.json"))["hotfixes"], Json::parse(kServedMap)["hotfixes"]);
+}
+
+TEST_F(CheckHotfixE2eTest, EmptyServedConfigLeavesThePointerByteForByte) {
+  dir_.Write("hotfix.json", kPreSeeded);
+  for (const char* served : {"", "{}", R"({"hotfixes":{}})", R"({"version":"202604.01.9"})"}) {
+    lps_.SetConfig(served);
+    std::filesystem::remove_all(dir_.File("events"));
+    AgentRun run = Run();
+    ExpectFailOpen(run, "noHotfixAvailable");
+    EXPECT_EQ(dir_.Read("hotfix.json"), kPreSeeded) << served;
+  }
+}
+
+TEST_F(CheckHotfixE2eTest, BenignCodesAreNoHotfixAvailableAndTouchNothing) {
+  WriteNodeConfig(ca_.cert_pem(), R"("hotfixes":{"202604.01":"202604.01.7"})");
+  for (auto code : {grpc::StatusCode::NOT_FOUND, grpc::StatusCode::PERMISSION_DENIED,
+                    grpc::StatusCode::UNAUTHENTICATED}) {
+    lps_.SetStatus(code, "no hotfix for you");
+    std::filesystem::remove_all(dir_.File("events"));
+    AgentRun run = Run();
+    ExpectFailOpen(run, "noHotfixAvailable");
+    EXPECT_TRUE(run.Logged("LPS reports no hotfix available for this node (fail-open)"));
+    EXPECT_FALSE(std::filesystem::exists(PointerPath()));
+  }
+}
+
+TEST_F(CheckHotfixE2eTest, InvalidArgumentFailsWithoutColdStartFallback) {
+  WriteNodeConfig(ca_.cert_pem(), R"("hotfixes":{"202604.01":"202604.01.7"})");
+  lps_.SetStatus(grpc::StatusCode::INVALID_ARGUMENT, "component name 100% wrong");
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("not falling back: LPS gRPC call failed with code "
+                                      "InvalidArgument: component name 100% wrong"));
+  EXPECT_FALSE(std::filesystem::exists(PointerPath()));
+}
+
+TEST_F(CheckHotfixE2eTest, UnavailableFallsBackToTheColdStartPointer) {
+  WriteNodeConfig(ca_.cert_pem(), R"("hotfixes":{"202604.01":"202604.01.7"})");
+  lps_.SetStatus(grpc::StatusCode::UNAVAILABLE, "draining");
+  AgentRun run = Run();
+  ExpectFailOpen(run, "customDataFallback");
+  EXPECT_TRUE(run.Logged("failed to reach LPS, attempting cold-start fallback"));
+  EXPECT_EQ(Json::parse(dir_.Read("hotfix.json")),
+            Json::parse(R"({"hotfixes":{"202604.01":"202604.01.7"}})"));
+}
+
+TEST_F(CheckHotfixE2eTest, UnavailableWithoutColdStartPointerFails) {
+  lps_.SetStatus(grpc::StatusCode::UNAVAILABLE, "draining");
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("LPS fetch failed and no cold-start pointer present"));
+  EXPECT_FALSE(std::filesystem::exists(PointerPath()));
+}
+
+TEST_F(CheckHotfixE2eTest, InvalidServedJsonFailsAndKeepsThePointer) {
+  dir_.Write("hotfix.json", kPreSeeded);
+  lps_.SetConfig("not valid json");
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("parsing LPS hotfix pointer: unmarshaling hotfix pointer"));
+  EXPECT_EQ(dir_.Read("hotfix.json"), kPreSeeded);
+}
+
+TEST_F(CheckHotfixE2eTest, OversizedResponseIsResourceExhaustedWithoutFallback) {
+  WriteNodeConfig(ca_.cert_pem(), R"("hotfixes":{"202604.01":"202604.01.7"})");
+  lps_.SetConfig(R"({"hotfixes":{"202604.01":"202604.01.3"},"pad":")" + std::string(5 << 20, 'x') +
+                 "\"}");
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("code ResourceExhausted"));
+  EXPECT_FALSE(std::filesystem::exists(PointerPath()));
+}
+
+TEST_F(CheckHotfixE2eTest, ASlowServiceHitsTheDeadlineWithinTheBudget) {
+  lps_.SetDelay(std::chrono::seconds(8));
+  AgentRun run = Run({"--lps-timeout-ms", "1000"});
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("code DeadlineExceeded"));
+  EXPECT_LT(run.status.wall_time, std::chrono::milliseconds(6000));
+  ASSERT_EQ(lps_.call_count(), 1u);
+  // grpc-timeout carried the remaining budget: at most 1 s + the 2 s IMDS allowance.
+  EXPECT_LE(lps_.calls()[0].deadline_remaining->count(), 3000);
+}
+
+TEST_F(CheckHotfixE2eTest, APeerThatNeverAnswersCannotHoldTheNodeBeyondTheBudget) {
+  TlsPeerOptions silent;
+  silent.mode = TlsPeerMode::kAcceptOnly;
+  TlsPeer peer(std::move(silent));
+  AgentRun run = Run({}, {}, peer.port());
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("dialing LPS gRPC"));
+  EXPECT_GE(peer.accepted_count(), 1u);
+}
+
+TEST_F(CheckHotfixE2eTest, AServerThatSelectsNoAlpnIsRejected) {
+  TlsPeerOptions options;
+  options.mode = TlsPeerMode::kNoAlpn;
+  options.cert = IssueLocalServerCert(ca_, {kLpsServerName});
+  TlsPeer peer(std::move(options));
+  AgentRun run = Run({}, {}, peer.port());
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("ALPN"));
+}
+
+TEST_F(CheckHotfixE2eTest, AnUntrustedServiceCertificateIsRejected) {
+  TestCa other = TestCa::Create("some-other-ca");
+  WriteNodeConfig(other.cert_pem());
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("server certificate verification failed"));
+  EXPECT_EQ(lps_.call_count(), 0u);
+}
+
+TEST_F(CheckHotfixE2eTest, ACertificateForAnotherNameIsRejected) {
+  AgentRun run = Run({"--server-name", "not-the-lps.example.com"});
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("server certificate verification failed"));
+  EXPECT_EQ(lps_.call_count(), 0u);
+}
+
+TEST_F(CheckHotfixE2eTest, ImdsDownFailsWithoutCallingTheService) {
+  imds_url_ = "http://127.0.0.1:" + std::to_string(PickFreePort()) +
+              "/metadata/attested/document?api-version=2025-04-07";
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("imds attested token"));
+  EXPECT_TRUE(run.Logged("fetch attempt failed, retrying"));
+  EXPECT_EQ(lps_.call_count(), 0u);
+}
+
+TEST_F(CheckHotfixE2eTest, ImdsRetriesOnceAfterAServerError) {
+  imds_.FailFirst(1, 500);
+  AgentRun run = Run();
+  ExpectFailOpen(run, "lpsRead");
+  EXPECT_EQ(imds_.request_count(), 2u);
+}
+
+TEST_F(CheckHotfixE2eTest, FallsBackToNbcCmdWhenTheNodeConfigIsAbsent) {
+  std::filesystem::remove(dir_.File("config.json"));
+  dir_.Write("nbc-cmd.sh", std::string("PROVISION_OUTPUT=\"/var/log/azure/cluster-provision.log\"; "
+                                       "API_SERVER_NAME=") +
+                               kFqdn + " KUBE_CA_CRT=\"" + Base64(ca_.cert_pem()) +
+                               "\" /usr/bin/nohup /bin/bash -c \"/bin/bash /opt/azure/"
+                               "containers/provision_start.sh\"");
+  AgentRun run = Run();
+  ExpectFailOpen(run, "lpsRead");
+  EXPECT_TRUE(run.Logged("node config not found, trying nbc-cmd.sh fallback"));
+  EXPECT_TRUE(run.Logged("loaded LPS target from nbc-cmd.sh fallback"));
+  ASSERT_EQ(tap_.connection_count(), 1u);
+  EXPECT_EQ(tap_.connections()[0].hello.sni, kFqdn);
+}
+
+TEST_F(CheckHotfixE2eTest, AMissingCaFailsFastWithoutAskingImds) {
+  std::filesystem::remove(dir_.File("config.json"));
+  dir_.Write("nbc-cmd.sh", std::string("API_SERVER_NAME=") + kFqdn + " /usr/bin/nohup true");
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("cluster CA unavailable"));
+  EXPECT_EQ(imds_.request_count(), 0u);
+  EXPECT_EQ(lps_.call_count(), 0u);
+}
+
+TEST_F(CheckHotfixE2eTest, NeitherBootstrapFileFails) {
+  std::filesystem::remove(dir_.File("config.json"));
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("resolving LPS endpoint: reading nbc-cmd"));
+}
+
+TEST_F(CheckHotfixE2eTest, DryRunPrintsThePlanAndWritesNothing) {
+  dir_.Write("hotfix.json", kPreSeeded);
+  AgentRun run = Run({"--dry-run"});
+  EXPECT_TRUE(run.status.success());
+  Json plan = Json::parse(run.stdout_text);
+  EXPECT_EQ(plan["outcome"], "lpsRead");
+  EXPECT_EQ(plan["would_write"]["version"], "202604.01.2");
+  EXPECT_EQ(plan["would_write"]["hotfixes"], Json::parse(kServedMap)["hotfixes"]);
+  EXPECT_EQ(dir_.Read("hotfix.json"), kPreSeeded);
+  EXPECT_TRUE(run.events.empty());
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("agent.log")));
+}
+
+TEST_F(CheckHotfixE2eTest, ExtraArgumentsAreIgnoredWithAWarning) {
+  AgentRun run = Run({"unexpected", "words"});
+  ExpectFailOpen(run, "lpsRead");
+  EXPECT_TRUE(run.Logged("ignoring unexpected check-hotfix arguments"));
+}
+
+// A real forward proxy (tinyproxy) in HTTPS_PROXY carries the tunnel; NO_PROXY with the
+// apiserver name bypasses a proxy that would refuse.
+class CheckHotfixProxyTest : public CheckHotfixE2eTest {
+ protected:
+  std::unique_ptr<Subprocess> StartTinyproxy(uint16_t port) {
+    dir_.Write("tinyproxy.conf", "Port " + std::to_string(port) +
+                                     "\nListen 127.0.0.1\nTimeout 30\nAllow 127.0.0.1\n"
+                                     "LogLevel Connect\nMaxClients 10\n");
+    SpawnOptions spawn;
+    spawn.argv = {"tinyproxy", "-d", "-c", dir_.File("tinyproxy.conf").string()};
+    auto proc = std::make_unique<Subprocess>(std::move(spawn));
+    EXPECT_TRUE(WaitUntilListening(port, std::chrono::seconds(10)));
+    return proc;
+  }
+};
+
+TEST_F(CheckHotfixProxyTest, TunnelsThroughHttpsProxyWithConnect) {
+  uint16_t port = PickFreePort();
+  auto tinyproxy = StartTinyproxy(port);
+  AgentRun run = Run({}, {{"HTTPS_PROXY", "http://127.0.0.1:" + std::to_string(port)}});
+  ExpectFailOpen(run, "lpsRead");
+  tinyproxy->Stop();
+  // The tunnel names the TCP destination (here the --connect-to override).
+  EXPECT_THAT(tinyproxy->Stdout() + tinyproxy->Stderr(),
+              HasSubstr("CONNECT " + LoopbackAddress(proxy_.frontend_port())));
+  ASSERT_EQ(tap_.connection_count(), 1u);
+  EXPECT_EQ(tap_.connections()[0].hello.sni, kFqdn);
+}
+
+TEST_F(CheckHotfixProxyTest, NoProxyWithTheApiserverNameBypassesTheProxy) {
+  uint16_t dead = PickFreePort();  // nothing listens: using it would fail the run
+  AgentRun run = Run({}, {{"HTTPS_PROXY", "http://127.0.0.1:" + std::to_string(dead)},
+                          {"NO_PROXY", std::string(".eastus.azmk8s.io")}});
+  ExpectFailOpen(run, "lpsRead");
+}
+
+TEST_F(CheckHotfixProxyTest, AProxyThatRefusesIsAFailedRun) {
+  uint16_t dead = PickFreePort();
+  AgentRun run = Run({}, {{"HTTPS_PROXY", "http://127.0.0.1:" + std::to_string(dead)}});
+  ExpectFailOpen(run, "failed");
+  EXPECT_EQ(lps_.call_count(), 0u);
+}
+
+TEST(HotfixAgentCliTest, HelpDescribesEveryFlag) {
+  SpawnOptions spawn;
+  spawn.argv = {BinDir() + "/hotfix-agent", "check-hotfix", "--help"};
+  RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(10));
+  EXPECT_TRUE(r.status.success());
+  for (const char* flag : {"--node-config", "--nbc-cmd", "--hotfix-pointer", "--imds-url",
+                           "--connect-to", "--server-name", "--component", "--lps-timeout-ms",
+                           "--events-dir", "--log-file", "--current-version", "--dry-run"}) {
+    EXPECT_THAT(r.stdout_text, HasSubstr(flag));
+  }
+}
+
+TEST(HotfixAgentCliTest, AnUnknownFlagIsAUsageError) {
+  SpawnOptions spawn;
+  spawn.argv = {BinDir() + "/hotfix-agent", "check-hotfix", "--no-such-flag"};
+  RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(10));
+  EXPECT_EQ(r.status.exit_code, 2);
+  EXPECT_THAT(r.stderr_text, HasSubstr("--no-such-flag"));
+}
+
+}  // namespace
+}  // namespace hotfix::testsupport
