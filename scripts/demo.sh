@@ -27,8 +27,8 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-wait_port() {
-  for _ in $(seq 100); do nc -z 127.0.0.1 "$1" 2>/dev/null && return 0; sleep 0.1; done
+wait_port() {  # by the listen table, so that probes do not show up as connections
+  for _ in $(seq 100); do [[ -n "$(ss -Hltn "sport = :$1")" ]] && return 0; sleep 0.1; done
   echo "nothing listens on $1" >&2; exit 1
 }
 
@@ -102,6 +102,10 @@ step "the guest-agent event"
 cat "$work"/events/*.json; echo
 step "the agent's log lines"
 cat "$work/aks-node-controller.log"
+step "a client offering only h2 (kubectl, say) reaches the apiserver, not the service"
+openssl s_client -connect "127.0.0.1:$proxy_port" -servername "$fqdn" -alpn h2 \
+  -CAfile "$work/etc/ca.pem" </dev/null 2>/dev/null | grep -E "^subject=|ALPN protocol" || true
+
 step "what the proxy routed"
 cat "$work/haproxy.log"
 echo; echo "Everything is under $work. Dry run: $bin/hotfix-agent ${args[*]} --dry-run"
