@@ -308,7 +308,8 @@ summary=$out/summary.md
         [[ $label == grpc-go ]] && continue
         awk -v a="${mean[$label]}" -v b="${mean[grpc-go]}" -v c="${med[$label]}" \
             -v d="${med[grpc-go]}" -v e="${p90[$label]}" -v f="${p90[grpc-go]}" -v l="$label" \
-          'BEGIN { printf "| **ratio %s / grpc-go** | | %.2f | %.2f | %.2f | | |\n", l, a/b, c/d, e/f }'
+          'function r(x, y) { return y > 0 ? sprintf("%.2f", x / y) : "n/a" }
+           BEGIN { printf "| **ratio %s / grpc-go** | | %s | %s | %s | | |\n", l, r(a, b), r(c, d), r(e, f) }'
       done
       unset mean med p90
     done
