@@ -8,7 +8,7 @@ set -euo pipefail
 build=(build-essential cmake ninja-build pkg-config clang-format
        libssl-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
        libgrpc++-dev protobuf-compiler-grpc nlohmann-json3-dev libcli11-dev
-       libcurl4-openssl-dev libcpp-httplib-dev libgtest-dev libgmock-dev)
+       libboost-dev libcpp-httplib-dev libgtest-dev libgmock-dev)
 test=(haproxy tinyproxy openssl netcat-openbsd procps iproute2)
 bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
        golang-github-golang-protobuf-1-5-dev hyperfine time nghttp2-client)

@@ -1,85 +1,138 @@
 #include "node/imds.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
+#include <boost/beast/http.hpp>
 #include <chrono>
-#include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "wire/tcp.h"
 
 namespace hotfix::node {
 namespace {
 
+namespace http = boost::beast::http;
+using std::chrono::milliseconds;
+
 constexpr int kMaxAttempts = 2;
-constexpr auto kAttemptTimeout = std::chrono::milliseconds(2000);
-constexpr long kConnectTimeoutMs = 1000;
-constexpr long kHeaderTimeoutMs = 1000;  // after connecting, as Go's ResponseHeaderTimeout
+constexpr milliseconds kAttemptTimeout{2000};
+constexpr milliseconds kConnectTimeout{1000};
+constexpr milliseconds kHeaderTimeout{1000};  // after connecting, as Go's ResponseHeaderTimeout
+constexpr milliseconds kCancelPoll{50};       // how soon a cancelled fetch notices
 constexpr size_t kMaxBodyBytes = 1 << 20;
+constexpr size_t kMaxHeaderBytes = 16 * 1024;
 
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_NOTHING); });
-}
-
-struct Transfer {
-  std::string body;
-  bool too_large = false;
-  bool got_status_line = false;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  bool header_timeout = false;
-  const std::atomic<bool>* cancelled = nullptr;
-  CURL* curl = nullptr;
+struct HttpUrl {
+  std::string host;  // without brackets
+  uint16_t port = 80;
+  std::string target;  // path and query
 };
 
-size_t OnBody(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  size_t n = size * count;
-  if (t->body.size() + n > kMaxBodyBytes) {
-    t->too_large = true;
-    return 0;  // Aborts the transfer with CURLE_WRITE_ERROR.
+// Boost 1.74 has no URL parser and this takes only what an IMDS URL looks like:
+// http://host[:port][/path][?query], no userinfo, no fragment.
+StatusOr<HttpUrl> ParseHttpUrl(std::string_view url) {
+  constexpr std::string_view kScheme = "http://";
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("imds url " + std::string(url) + ": " + why);
+  };
+  if (url.substr(0, kScheme.size()) != kScheme) return bad("only http:// is supported");
+  std::string_view rest = url.substr(kScheme.size());
+  size_t slash = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, slash);
+  HttpUrl out;
+  out.target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (out.target[0] == '?') out.target = "/" + out.target;
+  if (out.target.find('#') != std::string::npos) return bad("fragments are not allowed");
+  if (authority.find('@') != std::string_view::npos) return bad("userinfo is not allowed");
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad("unterminated IPv6 address");
+    out.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return bad("junk after the IPv6 address");
+    if (!after.empty()) port = after.substr(1);
+  } else {
+    size_t colon = authority.rfind(':');
+    out.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) port = authority.substr(colon + 1);
   }
-  t->body.append(data, n);
-  return n;
+  if (out.host.empty()) return bad("no host");
+  if (!port.empty()) {
+    int value = 0;
+    for (char c : port) {
+      if (c < '0' || c > '9' || value > 65535) return bad("bad port");
+      value = value * 10 + (c - '0');
+    }
+    if (value == 0 || value > 65535) return bad("bad port");
+    out.port = static_cast<uint16_t>(value);
+  }
+  return out;
 }
 
-size_t OnHeader(char* /*data*/, size_t size, size_t count, void* user) {
-  static_cast<Transfer*>(user)->got_status_line = true;
-  return size * count;
+std::string RequestBytes(const HttpUrl& url) {
+  http::request<http::empty_body> req{http::verb::get, url.target, 11};
+  const bool v6 = url.host.find(':') != std::string::npos;
+  req.set(http::field::host, url.port != 80 ? wire::JoinHostPort(url.host, url.port)
+                             : v6           ? "[" + url.host + "]"
+                                            : url.host);
+  req.set("Metadata", "true");
+  req.set(http::field::accept, "application/json");
+  req.set(http::field::user_agent, "hotfix-agent");
+  req.set(http::field::connection, "close");
+  std::ostringstream out;
+  out << req;
+  return out.str();
 }
 
-// libcurl has no response-header timeout: enforce it from the progress callback.
-int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* t = static_cast<Transfer*>(user);
-  if (*t->cancelled) return 1;
-  if (t->got_status_line) return 0;
-  curl_off_t connect_us = 0;
-  if (curl_easy_getinfo(t->curl, CURLINFO_CONNECT_TIME_T, &connect_us) != CURLE_OK ||
-      connect_us == 0) {
-    return 0;  // Still connecting: CONNECTTIMEOUT covers this phase.
+// Reads until the response is complete, the peer closes, the deadline passes or the fetch is
+// cancelled. Beast parses; we only move bytes.
+Status ReadResponse(int fd, http::response_parser<http::string_body>& parser,
+                    Deadline header_deadline, Deadline attempt,
+                    const std::atomic<bool>& cancelled) {
+  char buf[16384];
+  std::string pending;  // bytes Beast has not consumed yet: it wants them again with more
+  while (!parser.is_done()) {
+    Deadline phase = parser.is_header_done() ? attempt : header_deadline;
+    if (cancelled) return Status::Unavailable("imds request cancelled");
+    auto n = wire::RecvSome(fd, buf, sizeof buf, phase.Earlier(Deadline::After(kCancelPoll)));
+    if (!n.ok() && n.status().code() == Status::Code::kDeadlineExceeded && !phase.expired()) {
+      continue;  // a cancellation check, not the deadline
+    }
+    if (!n.ok() && n.status().code() == Status::Code::kDeadlineExceeded) {
+      return Status::DeadlineExceeded(parser.is_header_done()
+                                          ? "imds response body timed out"
+                                          : "no response headers within " +
+                                                std::to_string(kHeaderTimeout.count()) + " ms");
+    }
+    if (!n.ok()) return n.status();
+    boost::beast::error_code ec;
+    if (*n == 0) {
+      parser.put_eof(ec);
+    } else {
+      pending.append(buf, *n);
+      while (!pending.empty() && !parser.is_done()) {
+        size_t used = parser.put(boost::asio::buffer(pending.data(), pending.size()), ec);
+        pending.erase(0, used);
+        if (ec == http::error::need_more) {
+          ec = {};
+          break;
+        }
+        if (ec) break;
+      }
+    }
+    if (ec == http::error::body_limit) {
+      return Status::InvalidArgument("imds response body exceeds " + std::to_string(kMaxBodyBytes) +
+                                     " bytes");
+    }
+    if (ec == http::error::header_limit) {
+      return Status::InvalidArgument("imds response headers exceed " +
+                                     std::to_string(kMaxHeaderBytes) + " bytes");
+    }
+    if (ec) return Status::Unavailable("malformed HTTP response: " + ec.message());
+    if (*n == 0 && !parser.is_done()) return Status::Unavailable("connection closed early");
   }
-  auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
-                     std::chrono::steady_clock::now() - t->started)
-                     .count();
-  if (elapsed - connect_us > kHeaderTimeoutMs * 1000) {
-    t->header_timeout = true;
-    return 1;  // Aborts with CURLE_ABORTED_BY_CALLBACK.
-  }
-  return 0;
-}
-
-Status TransferError(CURLcode rc, const Transfer& t, const std::string& url) {
-  if (t.too_large) {
-    return Status::InvalidArgument("imds response body exceeds " + std::to_string(kMaxBodyBytes) +
-                                   " bytes");
-  }
-  if (*t.cancelled) return Status::Unavailable("imds request cancelled");
-  if (t.header_timeout) {
-    return Status::DeadlineExceeded("GET " + url + ": no response headers within " +
-                                    std::to_string(kHeaderTimeoutMs) + " ms");
-  }
-  std::string msg = "GET " + url + ": " + curl_easy_strerror(rc);
-  if (rc == CURLE_OPERATION_TIMEDOUT) return Status::DeadlineExceeded(msg);
-  return Status::Unavailable(msg);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -106,46 +159,33 @@ StatusOr<Secret> ParseAttestedDocument(std::string_view body) {
 }
 
 StatusOr<Secret> ImdsTokenSource::FetchOnce(Deadline deadline) {
-  InitCurlOnce();
-  Deadline attempt = deadline.Earlier(Deadline::After(kAttemptTimeout));
-  if (attempt.expired()) return Status::DeadlineExceeded("imds: no time left for an attempt");
+  auto url = ParseHttpUrl(url_);
+  if (!url.ok()) return url.status();
+  const Deadline attempt = deadline.Earlier(Deadline::After(kAttemptTimeout));
+  const std::string what = "GET " + url_;
 
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) return Status::Internal("curl_easy_init failed");
-  Transfer t;
-  t.curl = curl;
-  t.cancelled = &cancelled_;
-  curl_slist* headers = curl_slist_append(nullptr, "Metadata: true");
-  curl_easy_setopt(curl, CURLOPT_URL, url_.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
-  // IMDS is link-local: a proxy can only get in the way (reference: proxy disabled).
-  curl_easy_setopt(curl, CURLOPT_PROXY, "");
-  curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // We run on a worker thread.
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(attempt.remaining().count()));
-  curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(kMaxBodyBytes));
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
-  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
-  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  CURLcode rc = curl_easy_perform(curl);
-  long http_status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &http_status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
+  // IMDS is link-local: it is dialed directly, whatever the proxy variables say.
+  auto fd = wire::DialTcp(url->host, url->port, attempt.Earlier(Deadline::After(kConnectTimeout)));
+  if (!fd.ok()) return fd.status().Annotate(what);
+  Status sent = wire::SendAll(fd->get(), RequestBytes(*url), attempt);
+  if (!sent.ok()) return sent.Annotate(what);
 
-  if (rc == CURLE_FILESIZE_EXCEEDED) t.too_large = true;
-  if (rc != CURLE_OK) return TransferError(rc, t, url_);
-  if (http_status != 200) {
-    return Status::Unavailable("imds returned status " + std::to_string(http_status));
+  http::response_parser<http::string_body> parser;
+  parser.header_limit(kMaxHeaderBytes);
+  parser.body_limit(kMaxBodyBytes);
+  // Not eager: Boost 1.74's parser skips the Content-Length body_limit check when eager.
+  Status read = ReadResponse(fd->get(), parser, attempt.Earlier(Deadline::After(kHeaderTimeout)),
+                             attempt, cancelled_);
+  if (!read.ok()) {
+    // Limits name themselves; transport failures name the request.
+    return read.code() == Status::Code::kInvalidArgument ? read : read.Annotate(what);
   }
-  return ParseAttestedDocument(t.body);
+  // Redirects are not followed: anything but 200 is an error, as in the reference.
+  const auto& response = parser.get();
+  if (response.result_int() != 200) {
+    return Status::Unavailable("imds returned status " + std::to_string(response.result_int()));
+  }
+  return ParseAttestedDocument(response.body());
 }
 
 StatusOr<Secret> ImdsTokenSource::Fetch(Deadline deadline) {
@@ -155,7 +195,7 @@ StatusOr<Secret> ImdsTokenSource::Fetch(Deadline deadline) {
     if (token.ok()) return token;
     last = token.status();
     if (cancelled_) break;
-    if (attempt < kMaxAttempts && !deadline.expired() && !cancelled_) {
+    if (attempt < kMaxAttempts && !deadline.expired()) {
       log_.Warn("fetch attempt failed, retrying",
                 {{"attempt", attempt}, {"maxAttempts", kMaxAttempts}, {"error", last}});
     }

@@ -1,8 +1,12 @@
 // The IMDS client against a real HTTP/1.1 server on loopback serving IMDS's contract.
 #include "node/imds.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -182,6 +186,110 @@ TEST(ImdsTokenSourceTest, CancelStopsARetryLoop) {
   auto token = source.Fetch(Generous());
   ASSERT_FALSE(token.ok());
   EXPECT_LE(imds.requests, 1);
+}
+
+// A raw HTTP/1.1 peer that answers one request with scripted pieces, a pause between each:
+// responses split at awkward places, without Content-Length, chunked.
+class RawPeer {
+ public:
+  explicit RawPeer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(fd_, 1), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~RawPeer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  std::string Url() const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/metadata/attested/document";
+  }
+  std::string request;
+
+ private:
+  void Serve() {
+    int conn = ::accept(fd_, nullptr, nullptr);
+    if (conn < 0) return;
+    char buf[4096];
+    ssize_t n = ::recv(conn, buf, sizeof buf, 0);
+    if (n > 0) request.assign(buf, static_cast<size_t>(n));
+    for (const auto& piece : pieces_) {
+      ::send(conn, piece.data(), piece.size(), MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    ::close(conn);
+  }
+  std::vector<std::string> pieces_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+TEST(ImdsTokenSourceTest, ParsesAResponseSplitInsideItsHeaders) {
+  RawPeer peer({"HTTP/1.1 200 OK\r\nContent-Ty", "pe: application/json\r\nContent-Le",
+                "ngth: 18\r\n\r\n{\"signature\":", "\"ab\"}"});
+  ImdsTokenSource source(peer.Url(), NullLogger());
+  auto token = source.FetchOnce(Generous());
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  EXPECT_EQ(token->reveal(), "ab");
+  EXPECT_THAT(peer.request, HasSubstr("GET /metadata/attested/document HTTP/1.1\r\n"));
+  EXPECT_THAT(peer.request, HasSubstr("Metadata: true\r\n"));
+}
+
+TEST(ImdsTokenSourceTest, ReadsABodyDelimitedByClose) {
+  RawPeer peer({"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", "{\"signature\":\"cd\"}"});
+  ImdsTokenSource source(peer.Url(), NullLogger());
+  auto token = source.FetchOnce(Generous());
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  EXPECT_EQ(token->reveal(), "cd");
+}
+
+TEST(ImdsTokenSourceTest, ReadsAChunkedBody) {
+  RawPeer peer({"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "9\r\n{\"signatu\r\n",
+                "9\r\nre\":\"ef\"}\r\n0\r\n\r\n"});
+  ImdsTokenSource source(peer.Url(), NullLogger());
+  auto token = source.FetchOnce(Generous());
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  EXPECT_EQ(token->reveal(), "ef");
+}
+
+TEST(ImdsTokenSourceTest, AChunkedBodyOverTheCapIsRefused) {
+  std::string chunk(64 * 1024, 'A');
+  std::vector<std::string> pieces = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"};
+  for (int i = 0; i < 17; ++i) pieces.push_back("10000\r\n" + chunk + "\r\n");
+  RawPeer peer(pieces);
+  ImdsTokenSource source(peer.Url(), NullLogger());
+  auto token = source.FetchOnce(Generous());
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(token.status().message(), HasSubstr("exceeds 1048576 bytes"));
+}
+
+TEST(ImdsTokenSourceTest, AMalformedResponseIsAnError) {
+  RawPeer peer({"SSH-2.0-OpenSSH_9.2\r\n"});
+  ImdsTokenSource source(peer.Url(), NullLogger());
+  auto token = source.FetchOnce(Generous());
+  ASSERT_FALSE(token.ok());
+  EXPECT_THAT(token.status().message(), HasSubstr("malformed HTTP response"));
+}
+
+TEST(ParseImdsUrlTest, RejectsWhatIsNotAPlainHttpUrl) {
+  for (const char* url :
+       {"https://169.254.169.254/x", "http://user@host/x", "http:///x", "http://host:0/x",
+        "http://host:99999/x", "http://[::1/x", "http://host/x#frag"}) {
+    ImdsTokenSource source(url, NullLogger());
+    auto token = source.FetchOnce(Generous());
+    ASSERT_FALSE(token.ok()) << url;
+    EXPECT_EQ(token.status().code(), Status::Code::kInvalidArgument) << url;
+    EXPECT_THAT(token.status().message(), HasSubstr("imds url")) << url;
+  }
 }
 
 }  // namespace
