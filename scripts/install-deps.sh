@@ -9,11 +9,12 @@ build=(build-essential cmake ninja-build pkg-config clang-format
        libssl-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
        libgrpc++-dev protobuf-compiler-grpc nlohmann-json3-dev libcli11-dev
        libboost-dev libcpp-httplib-dev libgtest-dev libgmock-dev)
-test=(haproxy tinyproxy openssl netcat-openbsd procps iproute2)
+service=(prometheus-cpp-dev)
+test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2)
 bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
        golang-github-golang-protobuf-1-5-dev hyperfine time nghttp2-client)
 
-want=("${build[@]}" "${test[@]}")
+want=("${build[@]}" "${service[@]}" "${test[@]}")
 if [[ "${1:-}" == "--bench" ]]; then want+=("${bench[@]}"); fi
 
 missing=()
@@ -31,8 +32,10 @@ echo "install-deps: installing ${missing[*]}"
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
   "${missing[@]}" >/dev/null
-# The haproxy package starts a system service on install; tests run their own instances.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet haproxy 2>/dev/null; then
-  "${sudo[@]}" systemctl stop haproxy || true
-fi
+# Proxy packages start system services on install; tests run their own instances.
+for unit in haproxy nginx tinyproxy; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$unit" 2>/dev/null; then
+    "${sudo[@]}" systemctl stop "$unit" || true
+  fi
+done
 echo "install-deps: done"

@@ -1,0 +1,74 @@
+// The component store: one file per component, `<component>.json`, in a folder (a Kubernetes
+// ConfigMap volume in production). Every file is validated; a snapshot of all of them is
+// swapped in whole, so a call sees one generation, never a mix.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+
+namespace hotfix::service {
+
+struct StoreSnapshot {
+  uint64_t generation = 0;                    // 1 for the first load, +1 per swap
+  std::map<std::string, std::string> config;  // component -> JSON text, as served
+  std::chrono::system_clock::time_point loaded_at;
+};
+
+// What a (re)load found, for logs and metrics.
+struct ReloadReport {
+  bool swapped = false;           // a new snapshot is current
+  uint64_t generation = 0;        // the current generation after this reload
+  std::map<std::string, std::string> rejected;  // file name -> why it was refused
+  Status error;                   // the reload as a whole failed (folder unreadable)
+};
+
+class ComponentStore {
+ public:
+  virtual ~ComponentStore() = default;
+  // nullptr until the first successful load: callers answer UNAVAILABLE.
+  virtual std::shared_ptr<const StoreSnapshot> Current() const = 0;
+};
+
+// Component names the service accepts: [A-Za-z][A-Za-z0-9_.-]{0,63}. Anything else is
+// INVALID_ARGUMENT and never becomes a path.
+bool IsValidComponentName(std::string_view name);
+
+// Validates one component's JSON: any JSON object; for "aksNodeController" exactly the shape
+// {"hotfixes":{"YYYYMM.DD":"YYYYMM.DD.PATCH",...}} (other top-level keys refused).
+Status ValidateComponentConfig(std::string_view component, std::string_view json);
+
+struct DirectoryStoreOptions {
+  std::string dir;
+  size_t max_file_bytes = 1 << 20;
+  // Changes are coalesced for this long before a reload.
+  std::chrono::milliseconds debounce{200};
+  // Called after every reload attempt (initial load included), on the watcher thread.
+  std::function<void(const ReloadReport&)> on_reload;
+};
+
+// Loads dir now and reloads it when it changes (inotify on the folder, following the
+// `..data` symlink swap of ConfigMap volumes). A file that fails validation is left out of
+// the new snapshot and reported; the components it held keep their last good config. Start
+// fails when dir cannot be read.
+class DirectoryStore : public ComponentStore {
+ public:
+  static StatusOr<std::unique_ptr<DirectoryStore>> Start(DirectoryStoreOptions options);
+  ~DirectoryStore() override;
+  std::shared_ptr<const StoreSnapshot> Current() const override;
+  // Reloads synchronously (also what the watcher calls).
+  ReloadReport Reload();
+
+ private:
+  struct Impl;
+  explicit DirectoryStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hotfix::service
