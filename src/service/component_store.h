@@ -10,8 +10,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
+
+namespace hotfix {
+class Logger;
+}  // namespace hotfix
 
 namespace hotfix::service {
 
@@ -23,10 +28,10 @@ struct StoreSnapshot {
 
 // What a (re)load found, for logs and metrics.
 struct ReloadReport {
-  bool swapped = false;           // a new snapshot is current
-  uint64_t generation = 0;        // the current generation after this reload
+  bool swapped = false;                         // a new snapshot is current
+  uint64_t generation = 0;                      // the current generation after this reload
   std::map<std::string, std::string> rejected;  // file name -> why it was refused
-  Status error;                   // the reload as a whole failed (folder unreadable)
+  Status error;                                 // the reload as a whole failed (folder unreadable)
 };
 
 class ComponentStore {
@@ -49,8 +54,16 @@ struct DirectoryStoreOptions {
   size_t max_file_bytes = 1 << 20;
   // Changes are coalesced for this long before a reload.
   std::chrono::milliseconds debounce{200};
-  // Called after every reload attempt (initial load included), on the watcher thread.
+  // The folder is also re-read this often: inotify misses changes on some volume types and
+  // writes made below a symlinked subfolder. While no inotify watch is in place (inotify
+  // unavailable, folder deleted) the store polls at least every second. Must be positive.
+  std::chrono::milliseconds poll_interval{5000};
+  // Called after every reload attempt (initial load included), on the thread that reloads:
+  // Start's caller for the first, the watcher thread (or Reload's caller) after. Calls are
+  // serialised; the callback must not call Reload().
   std::function<void(const ReloadReport&)> on_reload;
+  // Warnings no report carries (inotify unavailable); nullptr discards them.
+  Logger* log = nullptr;
 };
 
 // Loads dir now and reloads it when it changes (inotify on the folder, following the
