@@ -4,15 +4,20 @@
 # through the same local stack scripts/demo.sh starts (HAProxy routing on ALPN, the libgrpc++
 # lps-dev-server, an openssl s_server "apiserver", the IMDS stand-in), all on loopback.
 #
-#   bench/client_bench.sh [--rounds N] [--warmup N] [--give-up-rounds N] [--no-static]
+#   bench/client_bench.sh [--rounds N] [--warmup N] [--give-up-rounds N] [--no-variant]
 #
 #   --rounds N          measured rounds of the success benchmark (default 200)
 #   --warmup N          unrecorded rounds first (default 10): page cache, CPU frequency
 #   --give-up-rounds N  rounds of each give-up benchmark (default 3; each costs seconds)
-#   --no-static         skip the extra hotfix-agent built with -DHOTFIX_STATIC_DEPS=ON
+#   --no-variant        skip the extra hotfix-agent row: the build with HOTFIX_STATIC_DEPS
+#                       flipped from the project's default (hotfix-agent-static when the default
+#                       is OFF, hotfix-agent-shared when it is ON)
 #   Ports (env): BENCH_PROXY_PORT=18443 BENCH_LPS_PORT=18051 BENCH_APISERVER_PORT=18444
 #                BENCH_IMDS_PORT=18080 BENCH_SILENT_PORT=18445 BENCH_DEAD_PORT=18446
-#   BENCH_JOBS=2 (ninja -j), BUILD_ROOT=build (build dirs: bench, bench-static, bench-go)
+#   BENCH_JOBS=2 (ninja -j), BUILD_ROOT=build (build dirs: bench, bench-variant, bench-go)
+#   BENCH_RUN_DIR=bench/out/work: each client's pointer, events and log live in
+#                $BENCH_RUN_DIR/client-run. The default is on disk, like /opt/azure on a node;
+#                a tmpfs (BENCH_RUN_DIR=/dev/shm) takes the disk, and so fsync, out of it.
 #
 # What is measured, per run: wall time from spawn to reaped exit and the child's peak RSS
 # (wait4 ru_maxrss), by bench/benchutil.c. Runs are INTERLEAVED (A, B, C, then C, B, A, ...)
@@ -24,13 +29,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-rounds=200 warmup=10 giveup_rounds=3 static=1
+rounds=200 warmup=10 giveup_rounds=3 variant=1
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --give-up-rounds) giveup_rounds=$2; shift 2 ;;
-    --no-static) static=0; shift ;;
+    --no-variant|--no-static) variant=0; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -54,7 +59,8 @@ unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy
 
 out=$root/bench/out
 work=$out/work
-rm -rf "$work" && mkdir -p "$work/etc"
+run_dir=${BENCH_RUN_DIR:-$work}/client-run
+rm -rf "$work" "$run_dir" && mkdir -p "$work/etc" "$run_dir"
 
 pids=()
 cleanup() {
@@ -81,23 +87,28 @@ port_free() {
 # ---------------------------------------------------------------------------------------
 log "build (Release; ninja -j$jobs)"
 scripts/install-deps.sh --bench >&2
-cmake -S . -B "$build_root/bench" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# hotfix-agent as the project builds it by default: -U drops a HOTFIX_STATIC_DEPS cached by an
+# earlier configure, so the option's current default applies.
+cmake -S . -B "$build_root/bench" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
   -DHOTFIX_AGENT_VERSION="$version" >/dev/null
 ninja -j"$jobs" -C "$build_root/bench" hotfix-agent lps-dev-server imds-standin >/dev/null
 bin=$root/$build_root/bench/bin
 agent=$bin/hotfix-agent
+default_static=$(sed -n 's/^HOTFIX_STATIC_DEPS:BOOL=//p' "$build_root/bench/CMakeCache.txt")
 
-agent_static=
-if ((static)); then
-  # -DHOTFIX_STATIC_DEPS=ON links libstdc++/libgcc (and whatever else CMakeLists.txt says)
-  # statically; tests are not needed there. If the option does not build, say so and go on.
-  if cmake -S . -B "$build_root/bench-static" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-       -DHOTFIX_AGENT_VERSION="$version" -DHOTFIX_STATIC_DEPS=ON -DHOTFIX_BUILD_TESTS=OFF \
-       >"$out/static-build.log" 2>&1 &&
-     ninja -j"$jobs" -C "$build_root/bench-static" hotfix-agent >>"$out/static-build.log" 2>&1; then
-    agent_static=$root/$build_root/bench-static/bin/hotfix-agent
+# The extra row: the same sources with HOTFIX_STATIC_DEPS flipped (tests are not needed
+# there). If that configuration does not build, say so and go on without it.
+agent_variant='' variant_label='' flip=''
+if ((variant)); then
+  if [[ $default_static == ON ]]; then flip=OFF variant_label=hotfix-agent-shared
+  else flip=ON variant_label=hotfix-agent-static; fi
+  if cmake -S . -B "$build_root/bench-variant" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+       -DHOTFIX_AGENT_VERSION="$version" -DHOTFIX_STATIC_DEPS="$flip" -DHOTFIX_BUILD_TESTS=OFF \
+       >"$out/variant-build.log" 2>&1 &&
+     ninja -j"$jobs" -C "$build_root/bench-variant" hotfix-agent >>"$out/variant-build.log" 2>&1; then
+    agent_variant=$root/$build_root/bench-variant/bin/hotfix-agent
   else
-    echo "HOTFIX_STATIC_DEPS=ON did not build; skipping that row (see $out/static-build.log)" >&2
+    echo "HOTFIX_STATIC_DEPS=$flip did not build; skipping that row (see $out/variant-build.log)" >&2
   fi
 fi
 
@@ -109,9 +120,9 @@ cc -O2 -Wall -Wextra -o "$benchutil" bench/benchutil.c
 # The clients under test: label -> binary. hotfix-agent first (A), grpc-go second (B).
 labels=(hotfix-agent grpc-go)
 declare -A client=([hotfix-agent]=$agent [grpc-go]=$gogrpc)
-if [[ -n $agent_static ]]; then
-  labels+=(hotfix-agent-static)
-  client[hotfix-agent-static]=$agent_static
+if [[ -n $agent_variant ]]; then
+  labels+=("$variant_label")
+  client[$variant_label]=$agent_variant
 fi
 
 # ---------------------------------------------------------------------------------------
@@ -177,7 +188,7 @@ printf 'bench\tclient\twall_us\tmaxrss_kb\twork_ms\n' >"$samples"
 # exact staged pointer. Appends the sample when "record" is given.
 run_one() {
   local bench=$1 label=$2 connect_to=$3 imds_url=$4 outcome=$5 record=${6:-}
-  local d=$work/run/$label
+  local d=$run_dir/$label
   mkdir -p "$d/opt" "$d/events"
   printf '%s' "$seed" >"$d/opt/aks-node-controller-hotfix.json"
   rm -f "$d"/events/*.json
@@ -275,7 +286,13 @@ summary=$out/summary.md
   echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),"\
        "kernel $(uname -r); loadavg before $load_before, after $load_after"
   echo "clients: ${labels[*]}; rounds: $rounds success (+$warmup warm-up), $giveup_rounds give-up"
+  echo "hotfix-agent: HOTFIX_STATIC_DEPS=${default_static:-unset} (the project's default)," \
+       "$(ldd "$agent" | grep -c '=>') shared libraries: $(ldd "$agent" | awk '/=>/ { printf "%s ", $1 }')"
+  if [[ -n $agent_variant ]]; then
+    echo "$variant_label: HOTFIX_STATIC_DEPS=$flip, $(ldd "$agent_variant" | grep -c '=>') shared libraries"
+  fi
   dirty=$(git status --porcelain -- src cmd CMakeLists.txt tests/support deploy | wc -l)
+  echo "client state (pointer, events, log) in $run_dir: $(stat -f -c %T "$run_dir")"
   echo "tree: $(git rev-parse --short HEAD)$( ((dirty)) && echo " + $dirty uncommitted files under src cmd tests/support deploy")"
   # The project's goal: hotfix-agent's whole-process wall time at most half grpc-go's.
   read -r _ _ med_a _ < <(column_of success hotfix-agent 3 | stats 1000)

@@ -9,6 +9,8 @@
 # Rows:
 #   empty-dynamic      int main() {}: exec + ld.so + libc, the floor of any dynamic program
 #   empty-static       the same, -static: the floor of a static one
+#   libs-openssl       empty main, --no-as-needed against libssl and libcrypto only: what a
+#                      hotfix-agent with everything else static must still load
 #   libs-no-curl       empty main, --no-as-needed against libssl, libcrypto, libnghttp2,
 #                      libprotobuf, libstdc++: what the transport itself costs to load
 #   libs-with-curl     the same plus libcurl (IMDS client), which drags in ~25 more libraries
@@ -46,6 +48,7 @@ int main(void) {
 EOF
 cc -O2 -o "$dir/empty-dynamic" "$dir/empty.c"
 cc -O2 -static -o "$dir/empty-static" "$dir/empty.c"
+cc -O2 -o "$dir/libs-openssl" "$dir/empty.c" -Wl,--no-as-needed -lssl -lcrypto
 c++ -O2 -x c++ -o "$dir/libs-no-curl" "$dir/empty.c" \
   -Wl,--no-as-needed -lssl -lcrypto -lnghttp2 -lprotobuf
 c++ -O2 -x c++ -o "$dir/libs-with-curl" "$dir/empty.c" \
@@ -53,9 +56,9 @@ c++ -O2 -x c++ -o "$dir/libs-with-curl" "$dir/empty.c" \
 cc -O2 -o "$dir/openssl-init" "$dir/openssl_init.c" -lssl -lcrypto
 
 declare -A bin=([empty-dynamic]=$dir/empty-dynamic [empty-static]=$dir/empty-static
-                [libs-no-curl]=$dir/libs-no-curl [libs-with-curl]=$dir/libs-with-curl
+                [libs-openssl]=$dir/libs-openssl [libs-no-curl]=$dir/libs-no-curl [libs-with-curl]=$dir/libs-with-curl
                 [openssl-init]=$dir/openssl-init [hotfix-agent]=$agent [grpcgo-client]=$gogrpc)
-order=(empty-dynamic empty-static libs-no-curl libs-with-curl openssl-init hotfix-agent grpcgo-client)
+order=(empty-dynamic empty-static libs-openssl libs-no-curl libs-with-curl openssl-init hotfix-agent grpcgo-client)
 samples=$dir/samples.txt
 : >"$samples"
 for ((i = 0; i < rounds; i++)); do
