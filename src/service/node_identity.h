@@ -4,7 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,17 +42,39 @@ struct AuthResult {
   Status error;  // a message that says what was wrong, never echoing the token
 };
 
+// Counters since creation, for metrics and tests (all zero for authenticators without a cache).
+struct AuthenticatorStats {
+  uint64_t verifications = 0;  // full checks run (base64, PKCS#7, signature, content)
+  // Answered from the cache without verifying: the identity, or kExpired for a cached
+  // document whose expiresOn has passed.
+  uint64_t cache_hits = 0;
+  uint64_t cache_evictions = 0;  // entries dropped: expired ones, then the oldest when full
+  uint64_t cache_entries = 0;    // entries held now
+};
+
 class Authenticator {
  public:
   virtual ~Authenticator() = default;
+  // Safe to call from any number of threads at once.
   virtual AuthResult Authenticate(std::string_view token) = 0;
+  virtual AuthenticatorStats stats() const { return {}; }
 };
 
 struct AttestedDocumentOptions {
-  std::string trust_roots_pem;  // PEM bundle the signer must chain to
+  // PEM bundle the signer must chain to. It must hold a self-signed root; any intermediates in
+  // it are used to build the chain (IMDS embeds only the signer certificate, so Azure's
+  // intermediate CA belongs here).
+  std::string trust_roots_pem;
+  // Matched by X509_check_host as a TLS client would match it: the signer's DNS
+  // subjectAltNames, or its CN only when it has none (RFC 6125; Azure's certificate carries
+  // both); a wildcard only as a whole left-most label. A leading dot (".metadata.azure.com")
+  // accepts any subdomain instead, for regional signers.
   std::string signer_name = "metadata.azure.com";
   size_t max_token_bytes = 64 * 1024;
   size_t cache_entries = 100000;  // verified documents kept, by SHA-256 of the token
+  // The time for timeStamp.createdOn/expiresOn and for cache expiry; empty: the system clock.
+  // For tests. Certificate validity is still checked by OpenSSL against the real time.
+  std::function<std::chrono::system_clock::time_point()> clock;
 };
 
 // Verifies with OpenSSL (PKCS7_verify against the roots, X509_check_host on the signer, the
@@ -58,7 +83,28 @@ struct AttestedDocumentOptions {
 StatusOr<std::unique_ptr<Authenticator>> NewAttestedDocumentAuthenticator(
     AttestedDocumentOptions options);
 
-// Development mode: any non-empty token is accepted as identity "insecure".
+// Development mode: any non-empty token is accepted as identity "insecure" (vm_id and
+// subscription_id "insecure", insecure=true, expires_at the far future).
 std::unique_ptr<Authenticator> NewInsecureAnyTokenAuthenticator();
+
+// The signature layer alone, without the size cap, content checks or cache: strict base64 ->
+// DER PKCS#7 SignedData with embedded content -> PKCS7_verify against trust_roots_pem ->
+// X509_check_host(signer_name) on the signer, skipped when signer_name is empty. The
+// authenticator runs the same code with roots parsed once; the test IMDS stand-in's verifier
+// calls this. On failure, `failure` is kMalformed, kUntrustedSigner or kWrongSigner.
+struct SignedDocument {
+  bool ok() const { return error.ok(); }
+  std::string content;         // the signed bytes (IMDS: the JSON document)
+  std::string signer_subject;  // one line, e.g. "/CN=metadata.azure.com"
+  std::chrono::system_clock::time_point signer_not_after;
+  IdentityFailure failure = IdentityFailure::kMalformed;
+  Status error;
+};
+SignedDocument VerifySignedDocument(std::string_view token, std::string_view trust_roots_pem,
+                                    std::string_view signer_name);
+
+// IMDS's timestamp, "MM/DD/YY HH:MM:SS -0000" (20YY; the offset may be any +-HHMM), exactly
+// that shape and a real calendar date; nullopt otherwise.
+std::optional<std::chrono::system_clock::time_point> ParseImdsTimestamp(std::string_view text);
 
 }  // namespace hotfix::service

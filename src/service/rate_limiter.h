@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -13,10 +14,21 @@ class RateLimiter {
   virtual ~RateLimiter() = default;
   // True if key may make a request now (and takes a token).
   virtual bool Allow(std::string_view key) = 0;
+  // Keys with a bucket now, for a gauge (0 for limiters that track none).
+  virtual size_t tracked_keys() const { return 0; }
 };
 
-// rate_per_second <= 0: unlimited. Thread-safe.
+// rate_per_second <= 0 (or not finite): unlimited. Thread-safe; Allow() is O(1) amortised under
+// one mutex. A bucket idle long enough to have refilled is forgotten (a new one would be the
+// same); beyond max_tracked_keys the least recently used key is forgotten, which hands it a
+// fresh burst should it return.
 std::unique_ptr<RateLimiter> NewTokenBucketLimiter(double rate_per_second,
                                                    size_t max_tracked_keys = 100000);
+
+// The same with the time taken from `now` (a fake clock in tests). A clock that steps back
+// refills nothing and takes nothing away.
+using SteadyNow = std::function<std::chrono::steady_clock::time_point()>;
+std::unique_ptr<RateLimiter> NewTokenBucketLimiterWithClock(double rate_per_second,
+                                                            size_t max_tracked_keys, SteadyNow now);
 
 }  // namespace hotfix::service

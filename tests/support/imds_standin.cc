@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "openssl_util.h"
+#include "service/node_identity.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -22,7 +23,6 @@ constexpr char kMissingApiVersionBody[] =
     R"(information refer to aka.ms/azureimds","newest-versions":["2025-04-07","2024-07-17"]})";
 constexpr char kForwardedBody[] =
     R"({"error":"Bad request. X-Forwarded-For header is not allowed"})";
-constexpr auto kDocumentLifetime = std::chrono::hours(6);  // createdOn to expiresOn, as IMDS
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
@@ -35,23 +35,6 @@ std::string FormatUtc(std::chrono::system_clock::time_point t, const char* forma
   std::ostringstream out;
   out << std::put_time(&tm, format);
   return out.str();
-}
-
-// IMDS's timestamp shape: "11/30/20 20:59:36 -0000".
-std::string ImdsTimestamp(std::chrono::system_clock::time_point t) {
-  return FormatUtc(t, "%m/%d/%y %H:%M:%S -0000");
-}
-
-std::string SignPkcs7(const std::string& content, const CertAndKey& signer) {
-  ossl::X509Ptr cert = ossl::ParseCertPem(signer.cert_pem);
-  ossl::PkeyPtr key = ossl::ParseKeyPem(signer.key_pem);
-  ossl::BioPtr in(BIO_new_mem_buf(content.data(), static_cast<int>(content.size())));
-  // Attached content (no PKCS7_DETACHED) and the signer certificate included, as IMDS does.
-  ossl::Pkcs7Ptr p7(PKCS7_sign(cert.get(), key.get(), nullptr, in.get(), PKCS7_BINARY));
-  ossl::Check(p7 != nullptr, "PKCS7_sign");
-  ossl::BioPtr der(BIO_new(BIO_s_mem()));
-  ossl::Check(i2d_PKCS7_bio(der.get(), p7.get()) == 1, "encoding PKCS#7 DER");
-  return ossl::Base64Encode(ossl::BioToString(der.get()));
 }
 
 // Pads a JSON object with a trailing field, or cuts it, to exactly `size` bytes.
@@ -73,6 +56,45 @@ std::string JoinHost(const std::string& host, uint16_t port) {
 }
 
 }  // namespace
+
+std::string ImdsTimestamp(std::chrono::system_clock::time_point t) {
+  return FormatUtc(t, "%m/%d/%y %H:%M:%S -0000");
+}
+
+std::string AttestedDocumentJson(const AttestedDocumentFields& fields) {
+  nlohmann::json doc = {
+      {"licenseType", ""},
+      {"nonce",
+       fields.nonce.empty() ? FormatUtc(fields.created_on, "%Y%m%d-%H%M%S") : fields.nonce},
+      {"plan", {{"name", ""}, {"product", ""}, {"publisher", ""}}},
+      {"sku", fields.sku},
+      {"subscriptionId", fields.subscription_id},
+      {"timeStamp",
+       {{"createdOn", ImdsTimestamp(fields.created_on)},
+        {"expiresOn", ImdsTimestamp(fields.expires_on)}}},
+      {"vmId", fields.vm_id}};
+  return doc.dump();
+}
+
+std::string SignAttestedContent(std::string_view content, const CertAndKey& signer) {
+  ossl::X509Ptr cert = ossl::ParseCertPem(signer.cert_pem);
+  ossl::PkeyPtr key = ossl::ParseKeyPem(signer.key_pem);
+  ossl::BioPtr in(BIO_new_mem_buf(content.data(), static_cast<int>(content.size())));
+  // Attached content (no PKCS7_DETACHED) and the signer certificate included, as IMDS does.
+  ossl::Pkcs7Ptr p7(PKCS7_sign(cert.get(), key.get(), nullptr, in.get(), PKCS7_BINARY));
+  ossl::Check(p7 != nullptr, "PKCS7_sign");
+  ossl::BioPtr der(BIO_new(BIO_s_mem()));
+  ossl::Check(i2d_PKCS7_bio(der.get(), p7.get()) == 1, "encoding PKCS#7 DER");
+  return ossl::Base64Encode(ossl::BioToString(der.get()));
+}
+
+CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name) {
+  LeafOptions leaf;
+  leaf.common_name = std::string(name);
+  leaf.dns_names = {std::string(name)};
+  leaf.usage = KeyUsage::kNone;
+  return ca.IssueLeaf(leaf);
+}
 
 std::string ImdsRequest::Header(std::string_view name) const {
   for (const auto& [key, value] : headers) {
@@ -102,11 +124,7 @@ ImdsStandin::ImdsStandin(ImdsStandinOptions options)
   signer_ = options_.signer;
   if (signer_.cert_pem.empty()) {
     TestCa root = TestCa::Create("test-imds-root");
-    LeafOptions leaf;
-    leaf.common_name = "metadata.azure.com";
-    leaf.dns_names = {"metadata.azure.com"};
-    leaf.usage = KeyUsage::kNone;  // any purpose, so PKCS7_verify needs no purpose override
-    signer_ = root.IssueLeaf(leaf);
+    signer_ = IssueImdsSigner(root);
     signer_ca_pem_ = root.cert_pem();
   }
   server_ = std::make_unique<httplib::Server>();
@@ -225,18 +243,12 @@ void ImdsStandin::HandleDocument(const httplib::Request& req, httplib::Response&
 }
 
 std::string ImdsStandin::SignedDocumentBody(const std::string& nonce) {
-  auto now = std::chrono::system_clock::now();
-  nlohmann::json doc = {
-      {"licenseType", ""},
-      // Without a nonce IMDS uses the current time, "YYYYMMDD-HHMMSS".
-      {"nonce", nonce.empty() ? FormatUtc(now, "%Y%m%d-%H%M%S") : nonce},
-      {"plan", {{"name", ""}, {"product", ""}, {"publisher", ""}}},
-      {"sku", options_.sku},
-      {"subscriptionId", options_.subscription_id},
-      {"timeStamp",
-       {{"createdOn", ImdsTimestamp(now)}, {"expiresOn", ImdsTimestamp(now + kDocumentLifetime)}}},
-      {"vmId", options_.vm_id}};
-  std::string signature = SignPkcs7(doc.dump(), signer_);
+  AttestedDocumentFields fields;
+  fields.vm_id = options_.vm_id;
+  fields.subscription_id = options_.subscription_id;
+  fields.sku = options_.sku;
+  fields.nonce = nonce;
+  std::string signature = SignAttestedContent(AttestedDocumentJson(fields), signer_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     served_signatures_.push_back(signature);
@@ -315,40 +327,13 @@ std::vector<std::string> ImdsStandin::served_signatures() const {
 
 AttestedContent VerifyAttestedSignature(std::string_view signature_base64,
                                         std::string_view trust_pem) {
+  service::SignedDocument doc =
+      service::VerifySignedDocument(signature_base64, trust_pem, /*signer_name=*/"");
   AttestedContent out;
-  std::string der;
-  if (!ossl::Base64Decode(signature_base64, &der)) {
-    out.error = "signature is not standard base64";
-    return out;
-  }
-  const auto* p = reinterpret_cast<const unsigned char*>(der.data());
-  ossl::Pkcs7Ptr p7(d2i_PKCS7(nullptr, &p, static_cast<long>(der.size())));
-  if (!p7 || !PKCS7_type_is_signed(p7.get())) {
-    out.error = "not a PKCS#7 SignedData: " + ossl::DrainErrors();
-    return out;
-  }
-  ossl::StorePtr store(X509_STORE_new());
-  ossl::BioPtr trust(BIO_new_mem_buf(trust_pem.data(), static_cast<int>(trust_pem.size())));
-  while (X509* cert = PEM_read_bio_X509(trust.get(), nullptr, nullptr, nullptr)) {
-    X509_STORE_add_cert(store.get(), cert);
-    X509_free(cert);
-  }
-  ERR_clear_error();  // the loop ends on a queued "no start line"
-  X509_STORE_set_purpose(store.get(), X509_PURPOSE_ANY);
-  ossl::BioPtr content(BIO_new(BIO_s_mem()));
-  if (PKCS7_verify(p7.get(), nullptr, store.get(), nullptr, content.get(), PKCS7_BINARY) != 1) {
-    out.error = "PKCS7_verify: " + ossl::DrainErrors();
-    return out;
-  }
-  out.json = ossl::BioToString(content.get());
-  STACK_OF(X509)* signers = PKCS7_get0_signers(p7.get(), nullptr, 0);
-  if (signers && sk_X509_num(signers) > 0) {
-    char name[256];
-    X509_NAME_oneline(X509_get_subject_name(sk_X509_value(signers, 0)), name, sizeof(name));
-    out.signer_subject = name;
-  }
-  sk_X509_free(signers);
-  out.ok = true;
+  out.ok = doc.ok();
+  out.error = doc.error.message();
+  out.json = std::move(doc.content);
+  out.signer_subject = std::move(doc.signer_subject);
   return out;
 }
 

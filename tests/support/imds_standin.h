@@ -144,9 +144,37 @@ class ImdsStandin {
   std::thread thread_;
 };
 
+// ---- Making documents, as IMDS does (the stand-in serves these) ----------------------------
+
+// IMDS's timestamp shape, "MM/DD/YY HH:MM:SS -0000", in UTC.
+std::string ImdsTimestamp(std::chrono::system_clock::time_point t);
+
+// The attested JSON document's fields; times default to now and now + 6 hours, as IMDS.
+struct AttestedDocumentFields {
+  std::string vm_id = "02aab8a4-74ef-476e-8182-f6d2ba4166a6";
+  std::string subscription_id = "8d10da13-8125-4ba9-a717-bf7490507b3d";
+  std::string sku = "aks-ubuntu-2204gen2containerd";
+  std::string nonce;  // empty: the creation time, "YYYYMMDD-HHMMSS", as IMDS
+  std::chrono::system_clock::time_point created_on = std::chrono::system_clock::now();
+  std::chrono::system_clock::time_point expires_on = created_on + std::chrono::hours(6);
+};
+// {"licenseType":"","nonce":...,"plan":{...},"sku":...,"subscriptionId":...,
+//  "timeStamp":{"createdOn":...,"expiresOn":...},"vmId":...}
+std::string AttestedDocumentJson(const AttestedDocumentFields& fields);
+
+// The `signature` IMDS returns for `content`: base64 of DER PKCS#7 SignedData, content
+// attached, the signer's certificate embedded (its intermediates are not, as with IMDS).
+std::string SignAttestedContent(std::string_view content, const CertAndKey& signer);
+
+// The signer the stand-in generates: a leaf for `name` (CN and DNS SAN) without an EKU.
+CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name = "metadata.azure.com");
+
+// ---- Checking them ----------------------------------------------------------------------
+
 // Decodes an attested-document signature (base64 of DER PKCS#7 SignedData), verifies it
-// against the PEM trust anchors, and returns the signed JSON content. A verifier's view,
-// for tests and for the service side.
+// against the PEM trust anchors, and returns the signed JSON content. A verifier's view, for
+// tests: the service's own signature check (service::VerifySignedDocument) without its name,
+// content and expiry checks.
 struct AttestedContent {
   bool ok = false;
   std::string error;

@@ -1,0 +1,542 @@
+#include "service/node_identity.h"
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs7.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <shared_mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "common/base64.h"
+
+namespace hotfix::service {
+namespace {
+
+using Clock = std::chrono::system_clock;
+using TimePoint = Clock::time_point;
+
+// A node's clock may run ahead of ours; a document from further ahead than this was not
+// issued by an IMDS we agree with about the time.
+constexpr auto kMaxFutureSkew = std::chrono::minutes(5);
+
+template <auto Fn>
+struct Deleter {
+  template <typename T>
+  void operator()(T* p) const {
+    Fn(p);
+  }
+};
+using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
+using Pkcs7Ptr = std::unique_ptr<PKCS7, Deleter<PKCS7_free>>;
+using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
+using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
+using MdPtr = std::unique_ptr<EVP_MD, Deleter<EVP_MD_free>>;
+struct FreeX509Stack {  // sk_X509_free is a macro, so not a Deleter<> argument
+  void operator()(STACK_OF(X509) * stack) const { sk_X509_free(stack); }
+};
+using SignerStack = std::unique_ptr<STACK_OF(X509), FreeX509Stack>;
+
+// OpenSSL's error queue is per thread and outlives the call: gRPC's own TLS on this thread
+// would read a stale entry as its own failure. Every path drains it, into the message or away.
+// The data carries the useful part: "Verify error:certificate has expired".
+std::string DrainErrors() {
+  std::string out;
+  const char* data = nullptr;
+  int flags = 0;
+  while (unsigned long err = ERR_get_error_all(nullptr, nullptr, nullptr, &data, &flags)) {
+    char buf[256];
+    ERR_error_string_n(err, buf, sizeof(buf));
+    if (!out.empty()) out += "; ";
+    out += buf;
+    if ((flags & ERR_TXT_STRING) && data != nullptr && *data != '\0') {
+      out += std::string(" (") + data + ")";
+    }
+  }
+  return out.empty() ? "no OpenSSL error queued" : out;
+}
+
+// ---- Trust roots ------------------------------------------------------------------------
+
+StatusOr<StorePtr> LoadTrustRoots(std::string_view pem) {
+  StorePtr store(X509_STORE_new());
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!store || !bio) return Status::Internal("allocating the trust store: " + DrainErrors());
+  int added = 0;
+  while (X509Ptr cert{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)}) {
+    if (X509_STORE_add_cert(store.get(), cert.get()) != 1) {
+      return Status::InvalidArgument("adding a trust root: " + DrainErrors());
+    }
+    ++added;
+  }
+  ERR_clear_error();  // the loop ends on a queued "no start line"
+  if (added == 0) {
+    return Status::InvalidArgument("attested document trust roots: no PEM certificate found");
+  }
+  // PKCS7_verify would otherwise check the chain for S/MIME signing (an emailProtection EKU
+  // when an EKU is present). IMDS's signer is a TLS-style certificate for metadata.azure.com
+  // (EKU serverAuth/clientAuth); what binds it to IMDS is the chain plus the name check, so
+  // the purpose is "any". CA constraints on the chain are still enforced.
+  X509_STORE_set_purpose(store.get(), X509_PURPOSE_ANY);
+  return store;
+}
+
+// ---- Signature layer --------------------------------------------------------------------
+
+SignedDocument Refuse(IdentityFailure failure, Status error) {
+  ERR_clear_error();
+  SignedDocument out;
+  out.failure = failure;
+  out.error = std::move(error);
+  return out;
+}
+
+SignedDocument Malformed(std::string what) {
+  return Refuse(IdentityFailure::kMalformed, Status::InvalidArgument("attested document " + what));
+}
+
+// Exactly one DER PKCS#7 SignedData over embedded id-data content, nothing after it.
+StatusOr<Pkcs7Ptr> ParseSignedData(std::string_view der) {
+  const auto* p = reinterpret_cast<const unsigned char*>(der.data());
+  const auto* end = p + der.size();
+  Pkcs7Ptr p7(d2i_PKCS7(nullptr, &p, static_cast<long>(der.size())));
+  if (!p7) return Status::InvalidArgument("is not DER PKCS#7: " + DrainErrors());
+  if (p != end) return Status::InvalidArgument("has bytes after the PKCS#7 structure");
+  if (!PKCS7_type_is_signed(p7.get())) return Status::InvalidArgument("is not PKCS#7 SignedData");
+  // IMDS embeds the document; detached SignedData would have us verify nothing.
+  PKCS7* inner = p7->d.sign == nullptr ? nullptr : p7->d.sign->contents;
+  if (inner == nullptr || !PKCS7_type_is_data(inner) || PKCS7_get_detached(p7.get())) {
+    return Status::InvalidArgument("does not embed its signed content");
+  }
+  return p7;
+}
+
+// ASN1_TIME -> time_point without timegm (the calendar arithmetic is std::chrono's).
+TimePoint NotAfter(X509* cert) {
+  std::tm tm{};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) != 1) return TimePoint::min();
+  using namespace std::chrono;
+  year_month_day day{year(tm.tm_year + 1900), month(static_cast<unsigned>(tm.tm_mon + 1)),
+                     std::chrono::day(static_cast<unsigned>(tm.tm_mday))};
+  return sys_days(day) + hours(tm.tm_hour) + minutes(tm.tm_min) + seconds(tm.tm_sec);
+}
+
+std::string SubjectOf(X509* cert) {
+  char name[256];
+  X509_NAME_oneline(X509_get_subject_name(cert), name, sizeof(name));
+  return name;
+}
+
+SignedDocument CheckSignedDocument(std::string_view token, X509_STORE* roots,
+                                   std::string_view signer_name) {
+  // gRPC metadata cannot carry line breaks anyway; refusing them keeps one spelling per
+  // document rather than relying on the decoder skipping them.
+  if (token.find_first_of("\r\n") != std::string_view::npos) {
+    return Malformed("is not base64 (line break)");
+  }
+  StatusOr<std::string> der = DecodeStdBase64(token);
+  if (!der.ok()) return Malformed("is not base64: " + der.status().message());
+  StatusOr<Pkcs7Ptr> p7 = ParseSignedData(*der);
+  if (!p7.ok()) return Malformed(p7.status().message());
+  PKCS7* signed_data = p7->get();
+
+  // The embedded certificates (no NOINTERN: IMDS ships its signer in the document) are
+  // untrusted chain material; trust comes only from `roots`. BINARY: the content is JSON
+  // bytes, not S/MIME text to canonicalise.
+  BioPtr content(BIO_new(BIO_s_mem()));
+  if (PKCS7_verify(signed_data, nullptr, roots, nullptr, content.get(), PKCS7_BINARY) != 1) {
+    return Refuse(
+        IdentityFailure::kUntrustedSigner,
+        Status::PermissionDenied("attested document signature does not verify: " + DrainErrors()));
+  }
+  SignerStack signers(PKCS7_get0_signers(signed_data, nullptr, 0));
+  // One signer is what IMDS produces; with several, whose name would the identity carry?
+  if (!signers || sk_X509_num(signers.get()) != 1) {
+    return Malformed("has " + std::to_string(signers ? sk_X509_num(signers.get()) : 0) +
+                     " signers, not 1");
+  }
+  X509* signer = sk_X509_value(signers.get(), 0);
+  SignedDocument out;
+  out.signer_subject = SubjectOf(signer);
+  out.signer_not_after = NotAfter(signer);
+  if (!signer_name.empty() && X509_check_host(signer, signer_name.data(), signer_name.size(),
+                                              X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, nullptr) != 1) {
+    return Refuse(IdentityFailure::kWrongSigner,
+                  Status::PermissionDenied("attested document signer " + out.signer_subject +
+                                           " is not issued for " + std::string(signer_name) +
+                                           " (DNS subjectAltNames; CN only without them)"));
+  }
+  char* data = nullptr;
+  long len = BIO_get_mem_data(content.get(), &data);
+  out.content.assign(data == nullptr ? "" : data, len > 0 ? static_cast<size_t>(len) : 0);
+  ERR_clear_error();
+  return out;
+}
+
+// ---- Content ----------------------------------------------------------------------------
+
+// Two ASCII digits at text[at], or -1.
+int TwoDigits(std::string_view text, size_t at) {
+  char a = text[at], b = text[at + 1];
+  if (a < '0' || a > '9' || b < '0' || b > '9') return -1;
+  return (a - '0') * 10 + (b - '0');
+}
+
+struct Content {
+  NodeIdentity identity;
+  TimePoint created_on;
+};
+
+AuthResult Fail(IdentityFailure failure, Status error) {
+  AuthResult result;
+  result.failure = failure;
+  result.error = std::move(error);
+  return result;
+}
+
+AuthResult BadContent(std::string what) {
+  return Fail(IdentityFailure::kBadContent,
+              Status::InvalidArgument("attested document content: " + what));
+}
+
+// A non-empty string member, or nullptr.
+const std::string* NonEmptyString(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+    return nullptr;
+  }
+  return &it->get_ref<const std::string&>();
+}
+
+std::optional<TimePoint> Timestamp(const nlohmann::json& doc, const char* key) {
+  auto stamps = doc.find("timeStamp");
+  if (stamps == doc.end() || !stamps->is_object()) return std::nullopt;
+  const std::string* text = NonEmptyString(*stamps, key);
+  return text == nullptr ? std::nullopt : ParseImdsTimestamp(*text);
+}
+
+// The document's JSON as IMDS writes it. Parsed only after the signature verified, so the
+// parser sees nothing but Azure's own bytes; still, nothing here may throw into the caller.
+std::optional<Content> ParseContent(const std::string& json, std::string* why) {
+  nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    *why = "not a JSON object";
+    return std::nullopt;
+  }
+  Content out;
+  const std::string* vm_id = NonEmptyString(doc, "vmId");
+  const std::string* subscription = NonEmptyString(doc, "subscriptionId");
+  if (vm_id == nullptr || subscription == nullptr) {
+    *why = vm_id == nullptr ? "no vmId string" : "no subscriptionId string";
+    return std::nullopt;
+  }
+  out.identity.vm_id = *vm_id;
+  out.identity.subscription_id = *subscription;
+  if (const std::string* sku = NonEmptyString(doc, "sku")) out.identity.sku = *sku;
+  std::optional<TimePoint> created = Timestamp(doc, "createdOn");
+  std::optional<TimePoint> expires = Timestamp(doc, "expiresOn");
+  if (!created || !expires || *expires <= *created) {
+    *why = "timeStamp.createdOn/expiresOn missing, not MM/DD/YY HH:MM:SS -0000, or out of order";
+    return std::nullopt;
+  }
+  out.created_on = *created;
+  out.identity.expires_at = *expires;
+  return out;
+}
+
+std::string FormatUtc(TimePoint t) {
+  std::time_t tt = Clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Status CheckTimes(const Content& content, TimePoint now) {
+  if (now > content.identity.expires_at) {
+    return Status::PermissionDenied("attested document expired at " +
+                                    FormatUtc(content.identity.expires_at));
+  }
+  if (content.created_on > now + kMaxFutureSkew) {
+    return Status::PermissionDenied("attested document created in the future, at " +
+                                    FormatUtc(content.created_on));
+  }
+  return Status::Ok();
+}
+
+// ---- Cache ------------------------------------------------------------------------------
+
+using Digest = std::array<unsigned char, 32>;
+
+struct DigestHash {
+  size_t operator()(const Digest& d) const {
+    size_t h;  // SHA-256 output is already uniform: any 8 bytes of it are a good hash
+    std::memcpy(&h, d.data(), sizeof(h));
+    return h;
+  }
+};
+
+// Verified identities by token digest. Lookups share a lock; inserts (after a verification,
+// which costs far more) take it alone. Eviction: expired entries first, then the oldest.
+class IdentityCache {
+ public:
+  explicit IdentityCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
+
+  // The entry for `digest` if there is one; `fresh` says whether it is still usable at now.
+  // Only a pointer is copied under the lock.
+  std::shared_ptr<const NodeIdentity> Find(const Digest& digest, TimePoint now, bool* fresh) const {
+    std::shared_lock lock(mu_);
+    auto it = entries_.find(digest);
+    if (it == entries_.end()) return nullptr;
+    *fresh = now <= it->second.until;
+    return it->second.identity;
+  }
+
+  void Insert(const Digest& digest, NodeIdentity identity, TimePoint until, TimePoint now) {
+    auto shared = std::make_shared<const NodeIdentity>(std::move(identity));
+    std::unique_lock lock(mu_);
+    if (entries_.count(digest) != 0) return;  // another thread verified the same token
+    while (!by_expiry_.empty() && by_expiry_.begin()->first.first < now) {
+      Erase(entries_.find(by_expiry_.begin()->second));
+    }
+    while (entries_.size() >= capacity_) Erase(entries_.find(by_age_.begin()->second));
+    uint64_t seq = next_seq_++;
+    entries_.emplace(digest, Entry{std::move(shared), until, seq});
+    by_expiry_.emplace(std::make_pair(until, seq), digest);
+    by_age_.emplace(seq, digest);
+  }
+
+  uint64_t size() const {
+    std::shared_lock lock(mu_);
+    return entries_.size();
+  }
+  uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Entry {
+    std::shared_ptr<const NodeIdentity> identity;
+    TimePoint until;
+    uint64_t seq;  // insertion order, also the tie-break among equal expiries
+  };
+  using Map = std::unordered_map<Digest, Entry, DigestHash>;
+
+  void Erase(Map::iterator it) {
+    by_expiry_.erase({it->second.until, it->second.seq});
+    by_age_.erase(it->second.seq);
+    entries_.erase(it);
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  const size_t capacity_;
+  mutable std::shared_mutex mu_;
+  Map entries_;
+  std::map<std::pair<TimePoint, uint64_t>, Digest> by_expiry_;
+  std::map<uint64_t, Digest> by_age_;
+  uint64_t next_seq_ = 0;
+  std::atomic<uint64_t> evictions_{0};
+};
+
+// ---- Authenticators ---------------------------------------------------------------------
+
+class AttestedDocumentAuthenticator : public Authenticator {
+ public:
+  AttestedDocumentAuthenticator(AttestedDocumentOptions options, StorePtr roots, MdPtr sha256)
+      : options_(std::move(options)),
+        roots_(std::move(roots)),
+        sha256_(std::move(sha256)),
+        cache_(options_.cache_entries) {
+    if (!options_.clock) options_.clock = [] { return Clock::now(); };
+  }
+
+  AuthResult Authenticate(std::string_view token) override {
+    if (token.empty()) {
+      return Fail(IdentityFailure::kMissing,
+                  Status::InvalidArgument("no authorization metadata (attested document)"));
+    }
+    if (token.size() > options_.max_token_bytes) {
+      return Fail(
+          IdentityFailure::kMalformed,
+          Status::InvalidArgument("authorization metadata is " + std::to_string(token.size()) +
+                                  " bytes, over " + std::to_string(options_.max_token_bytes)));
+    }
+    std::optional<Digest> digest = Sha256(token);
+    if (!digest) return Fail(IdentityFailure::kMalformed, Status::Internal("SHA-256 failed"));
+    const TimePoint now = options_.clock();
+    if (std::optional<AuthResult> cached = FromCache(*digest, now)) return *cached;
+    TimePoint signer_not_after;
+    AuthResult result = Verify(token, now, &signer_not_after);
+    // Until the document expires, or its signer certificate does if that comes first.
+    if (result.ok()) {
+      cache_.Insert(*digest, result.identity,
+                    std::min(result.identity.expires_at, signer_not_after), now);
+    }
+    return result;
+  }
+
+  AuthenticatorStats stats() const override {
+    AuthenticatorStats s;
+    s.verifications = verifications_.load(std::memory_order_relaxed);
+    s.cache_hits = cache_hits_.load(std::memory_order_relaxed);
+    s.cache_evictions = cache_.evictions();
+    s.cache_entries = cache_.size();
+    return s;
+  }
+
+ private:
+  std::optional<Digest> Sha256(std::string_view token) const {
+    Digest digest;
+    unsigned int len = 0;
+    if (EVP_Digest(token.data(), token.size(), digest.data(), &len, sha256_.get(), nullptr) != 1 ||
+        len != digest.size()) {
+      ERR_clear_error();
+      return std::nullopt;
+    }
+    return digest;
+  }
+
+  // A fresh entry is the identity; an entry past its document's expiry is kExpired without
+  // another verification. Anything else (no entry; the signer certificate ran out first)
+  // goes to the full check.
+  std::optional<AuthResult> FromCache(const Digest& digest, TimePoint now) {
+    bool fresh = false;
+    std::shared_ptr<const NodeIdentity> identity = cache_.Find(digest, now, &fresh);
+    if (!identity || (!fresh && now <= identity->expires_at)) return std::nullopt;
+    cache_hits_.fetch_add(1, std::memory_order_relaxed);
+    if (!fresh) {
+      return Fail(IdentityFailure::kExpired,
+                  Status::PermissionDenied("attested document expired at " +
+                                           FormatUtc(identity->expires_at)));
+    }
+    AuthResult result;
+    result.identity = *identity;
+    return result;
+  }
+
+  AuthResult Verify(std::string_view token, TimePoint now, TimePoint* signer_not_after) {
+    verifications_.fetch_add(1, std::memory_order_relaxed);
+    SignedDocument signed_doc = CheckSignedDocument(token, roots_.get(), options_.signer_name);
+    if (!signed_doc.ok()) return Fail(signed_doc.failure, signed_doc.error);
+    std::string why;
+    std::optional<Content> content;
+    try {
+      content = ParseContent(signed_doc.content, &why);
+    } catch (const std::exception& e) {  // allocation failure; the JSON paths do not throw
+      why = e.what();
+    }
+    if (!content) return BadContent(why);
+    if (Status s = CheckTimes(*content, now); !s.ok()) return Fail(IdentityFailure::kExpired, s);
+    *signer_not_after = signed_doc.signer_not_after;
+    AuthResult result;
+    result.identity = std::move(content->identity);
+    return result;
+  }
+
+  AttestedDocumentOptions options_;
+  StorePtr roots_;  // X509_STORE is safe for concurrent verifications once built
+  MdPtr sha256_;    // fetched once: an implicit fetch per digest costs a provider lookup
+  IdentityCache cache_;
+  std::atomic<uint64_t> verifications_{0};
+  std::atomic<uint64_t> cache_hits_{0};
+};
+
+class InsecureAnyTokenAuthenticator : public Authenticator {
+ public:
+  AuthResult Authenticate(std::string_view token) override {
+    if (token.empty()) {
+      return Fail(IdentityFailure::kMissing, Status::InvalidArgument("no authorization metadata"));
+    }
+    AuthResult result;
+    result.identity.vm_id = "insecure";
+    result.identity.subscription_id = "insecure";
+    result.identity.expires_at = TimePoint::max();
+    result.identity.insecure = true;
+    return result;
+  }
+};
+
+}  // namespace
+
+const char* IdentityFailureName(IdentityFailure failure) {
+  switch (failure) {
+    case IdentityFailure::kMissing:
+      return "missing";
+    case IdentityFailure::kMalformed:
+      return "malformed";
+    case IdentityFailure::kUntrustedSigner:
+      return "untrusted_signer";
+    case IdentityFailure::kWrongSigner:
+      return "wrong_signer";
+    case IdentityFailure::kBadContent:
+      return "bad_content";
+    case IdentityFailure::kExpired:
+      return "expired";
+  }
+  return "unknown";
+}
+
+// By hand rather than strptime+timegm: strptime skips whitespace and takes one-digit fields
+// ("1/2/24 3:4:5"), is locale-dependent, and glibc's %z result is ignored by timegm (itself
+// a non-POSIX extension). std::chrono's calendar rejects 02/30 and needs no time zone.
+std::optional<TimePoint> ParseImdsTimestamp(std::string_view text) {
+  constexpr std::string_view kShape = "00/00/00 00:00:00 +0000";
+  if (text.size() != kShape.size()) return std::nullopt;
+  for (size_t i : {2, 5}) {
+    if (text[i] != '/') return std::nullopt;
+  }
+  if (text[8] != ' ' || text[11] != ':' || text[14] != ':' || text[17] != ' ') return std::nullopt;
+  if (text[18] != '+' && text[18] != '-') return std::nullopt;
+  int mon = TwoDigits(text, 0), mday = TwoDigits(text, 3), yy = TwoDigits(text, 6);
+  int hh = TwoDigits(text, 9), mm = TwoDigits(text, 12), ss = TwoDigits(text, 15);
+  int off_h = TwoDigits(text, 19), off_m = TwoDigits(text, 21);
+  if (mon < 0 || mday < 0 || yy < 0 || off_h < 0 || off_m < 0) return std::nullopt;
+  if (hh < 0 || hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 59) return std::nullopt;
+  if (off_h > 23 || off_m > 59) return std::nullopt;
+  using namespace std::chrono;
+  year_month_day day{year(2000 + yy), month(static_cast<unsigned>(mon)),
+                     std::chrono::day(static_cast<unsigned>(mday))};
+  if (!day.ok()) return std::nullopt;
+  // Local = UTC + offset, so UTC = local - offset.
+  minutes offset = hours(off_h) + minutes(off_m);
+  if (text[18] == '-') offset = -offset;
+  return sys_days(day) + hours(hh) + minutes(mm) + seconds(ss) - offset;
+}
+
+SignedDocument VerifySignedDocument(std::string_view token, std::string_view trust_roots_pem,
+                                    std::string_view signer_name) {
+  StatusOr<StorePtr> roots = LoadTrustRoots(trust_roots_pem);
+  if (!roots.ok()) return Refuse(IdentityFailure::kUntrustedSigner, roots.status());
+  return CheckSignedDocument(token, roots->get(), signer_name);
+}
+
+StatusOr<std::unique_ptr<Authenticator>> NewAttestedDocumentAuthenticator(
+    AttestedDocumentOptions options) {
+  if (options.signer_name.empty()) {
+    return Status::InvalidArgument("attested document signer name is empty");
+  }
+  StatusOr<StorePtr> roots = LoadTrustRoots(options.trust_roots_pem);
+  if (!roots.ok()) return roots.status();
+  MdPtr sha256(EVP_MD_fetch(nullptr, "SHA256", nullptr));
+  if (!sha256) return Status::Internal("fetching SHA-256: " + DrainErrors());
+  return std::unique_ptr<Authenticator>(new AttestedDocumentAuthenticator(
+      std::move(options), std::move(roots).value(), std::move(sha256)));
+}
+
+std::unique_ptr<Authenticator> NewInsecureAnyTokenAuthenticator() {
+  return std::make_unique<InsecureAnyTokenAuthenticator>();
+}
+
+}  // namespace hotfix::service

@@ -1,0 +1,496 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <openssl/err.h>
+#include <openssl/pkcs7.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "common/base64.h"
+#include "imds_standin.h"
+#include "openssl_util.h"
+#include "service/node_identity.h"
+#include "test_certs.h"
+
+namespace hotfix::service {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using std::chrono::system_clock;
+using testing::HasSubstr;
+using testing::Not;
+using testsupport::AttestedDocumentFields;
+using testsupport::CertAndKey;
+using testsupport::IssueImdsSigner;
+using testsupport::KeyUsage;
+using testsupport::LeafOptions;
+using testsupport::TestCa;
+namespace ossl = testsupport::ossl;
+
+// The document's times are whole seconds, as IMDS writes them.
+system_clock::time_point WholeSeconds(system_clock::time_point t) {
+  return std::chrono::floor<seconds>(t);
+}
+
+std::string Reencode(const std::string& der) { return EncodeStdBase64(der); }
+
+std::string DerOf(const std::string& token) {
+  StatusOr<std::string> der = DecodeStdBase64(token);
+  EXPECT_TRUE(der.ok()) << der.status().ToString();
+  return der.ok() ? *der : "";
+}
+
+std::string PkcsToToken(PKCS7* p7) {
+  ossl::BioPtr der(BIO_new(BIO_s_mem()));
+  ossl::Check(i2d_PKCS7_bio(der.get(), p7) == 1, "encoding PKCS#7 DER");
+  return Reencode(ossl::BioToString(der.get()));
+}
+
+class IdentityTest : public testing::Test {
+ protected:
+  IdentityTest() { auth_ = Make(Options()); }
+
+  AttestedDocumentOptions Options() {
+    AttestedDocumentOptions options;
+    options.trust_roots_pem = root_.cert_pem();
+    options.clock = [this] { return now_.load(); };
+    return options;
+  }
+
+  std::unique_ptr<Authenticator> Make(AttestedDocumentOptions options) {
+    auto made = NewAttestedDocumentAuthenticator(std::move(options));
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    return made.ok() ? std::move(made).value() : nullptr;
+  }
+
+  // A document as IMDS would issue it at the fake now.
+  AttestedDocumentFields Fields(std::string vm_id = "vm-1") const {
+    AttestedDocumentFields fields;
+    fields.vm_id = std::move(vm_id);
+    fields.subscription_id = "sub-1";
+    fields.sku = "aks-ubuntu";
+    fields.created_on = now_.load();
+    fields.expires_on = now_.load() + hours(6);
+    return fields;
+  }
+
+  std::string Sign(const AttestedDocumentFields& fields) const {
+    return testsupport::SignAttestedContent(testsupport::AttestedDocumentJson(fields), signer_);
+  }
+  std::string SignJson(const nlohmann::json& doc) const {
+    return testsupport::SignAttestedContent(doc.dump(), signer_);
+  }
+  nlohmann::json Doc() const {
+    return nlohmann::json::parse(testsupport::AttestedDocumentJson(Fields()));
+  }
+
+  // Refused for `failure`, with a message that does not echo the token, and no OpenSSL error
+  // left queued for the next user of this thread.
+  AuthResult ExpectRefused(const std::string& token, IdentityFailure failure) {
+    AuthResult result = auth_->Authenticate(token);
+    EXPECT_FALSE(result.ok());
+    EXPECT_EQ(IdentityFailureName(result.failure), std::string(IdentityFailureName(failure)))
+        << result.error.ToString();
+    EXPECT_FALSE(result.error.message().empty());
+    if (token.size() >= 24) {
+      EXPECT_THAT(result.error.message(), Not(HasSubstr(token.substr(token.size() / 2, 24))));
+    }
+    EXPECT_EQ(ERR_peek_error(), 0ul);
+    return result;
+  }
+
+  TestCa root_ = TestCa::Create("test-imds-root");
+  CertAndKey signer_ = IssueImdsSigner(root_);
+  std::atomic<system_clock::time_point> now_{system_clock::now()};
+  std::unique_ptr<Authenticator> auth_;
+};
+
+TEST(IdentityFailureNameTest, NamesEveryReason) {
+  EXPECT_STREQ(IdentityFailureName(IdentityFailure::kMissing), "missing");
+  EXPECT_STREQ(IdentityFailureName(IdentityFailure::kMalformed), "malformed");
+  EXPECT_STREQ(IdentityFailureName(IdentityFailure::kUntrustedSigner), "untrusted_signer");
+  EXPECT_STREQ(IdentityFailureName(IdentityFailure::kWrongSigner), "wrong_signer");
+  EXPECT_STREQ(IdentityFailureName(IdentityFailure::kBadContent), "bad_content");
+  EXPECT_STREQ(IdentityFailureName(IdentityFailure::kExpired), "expired");
+}
+
+TEST_F(IdentityTest, ValidDocumentGivesItsIdentity) {
+  AttestedDocumentFields fields = Fields("02aab8a4-74ef-476e-8182-f6d2ba4166a6");
+  AuthResult result = auth_->Authenticate(Sign(fields));
+  ASSERT_TRUE(result.ok()) << result.error.ToString();
+  EXPECT_EQ(result.identity.vm_id, "02aab8a4-74ef-476e-8182-f6d2ba4166a6");
+  EXPECT_EQ(result.identity.subscription_id, "sub-1");
+  EXPECT_EQ(result.identity.sku, "aks-ubuntu");
+  EXPECT_EQ(result.identity.expires_at, WholeSeconds(fields.expires_on));
+  EXPECT_FALSE(result.identity.insecure);
+  AuthenticatorStats stats = auth_->stats();
+  EXPECT_EQ(stats.verifications, 1u);
+  EXPECT_EQ(stats.cache_hits, 0u);
+  EXPECT_EQ(stats.cache_entries, 1u);
+}
+
+TEST_F(IdentityTest, SecondCallIsACacheHit) {
+  std::string token = Sign(Fields());
+  AuthResult first = auth_->Authenticate(token);
+  AuthResult second = auth_->Authenticate(token);
+  ASSERT_TRUE(first.ok()) << first.error.ToString();
+  ASSERT_TRUE(second.ok()) << second.error.ToString();
+  EXPECT_EQ(second.identity.vm_id, first.identity.vm_id);
+  EXPECT_EQ(second.identity.subscription_id, first.identity.subscription_id);
+  EXPECT_EQ(second.identity.expires_at, first.identity.expires_at);
+  AuthenticatorStats stats = auth_->stats();
+  EXPECT_EQ(stats.verifications, 1u);
+  EXPECT_EQ(stats.cache_hits, 1u);
+}
+
+TEST_F(IdentityTest, CachedDocumentExpiresWithoutAnotherVerification) {
+  std::string token = Sign(Fields());
+  ASSERT_TRUE(auth_->Authenticate(token).ok());
+  now_ = now_.load() + hours(6) + seconds(1);
+  ExpectRefused(token, IdentityFailure::kExpired);
+  EXPECT_EQ(auth_->stats().verifications, 1u);
+  EXPECT_EQ(auth_->stats().cache_hits, 1u);
+}
+
+TEST_F(IdentityTest, ExpiredDocumentIsRefusedAndNotCached) {
+  AttestedDocumentFields fields = Fields();
+  fields.created_on = now_.load() - hours(7);
+  fields.expires_on = now_.load() - minutes(1);
+  std::string token = Sign(fields);
+  ExpectRefused(token, IdentityFailure::kExpired);
+  ExpectRefused(token, IdentityFailure::kExpired);
+  EXPECT_EQ(auth_->stats().verifications, 2u);
+  EXPECT_EQ(auth_->stats().cache_entries, 0u);
+}
+
+TEST_F(IdentityTest, CreatedMoreThanFiveMinutesAheadIsRefused) {
+  AttestedDocumentFields ahead = Fields();
+  ahead.created_on = now_.load() + minutes(6);
+  ahead.expires_on = ahead.created_on + hours(6);
+  ExpectRefused(Sign(ahead), IdentityFailure::kExpired);
+
+  AttestedDocumentFields skewed = Fields();  // a node clock a little ahead is tolerated
+  skewed.created_on = now_.load() + minutes(4);
+  skewed.expires_on = skewed.created_on + hours(6);
+  EXPECT_TRUE(auth_->Authenticate(Sign(skewed)).ok());
+}
+
+TEST_F(IdentityTest, ForeignCaIsUntrusted) {
+  TestCa other = TestCa::Create("test-imds-root");  // same name, different key
+  signer_ = IssueImdsSigner(other);
+  EXPECT_THAT(ExpectRefused(Sign(Fields()), IdentityFailure::kUntrustedSigner).error.message(),
+              HasSubstr("unable to get local issuer certificate"));
+}
+
+TEST_F(IdentityTest, ExpiredSignerCertificateIsUntrusted) {
+  LeafOptions leaf;
+  leaf.common_name = "metadata.azure.com";
+  leaf.dns_names = {"metadata.azure.com"};
+  leaf.usage = KeyUsage::kNone;
+  leaf.not_before = -hours(48);
+  leaf.not_after = -hours(1);
+  signer_ = root_.IssueLeaf(leaf);
+  EXPECT_THAT(ExpectRefused(Sign(Fields()), IdentityFailure::kUntrustedSigner).error.message(),
+              HasSubstr("certificate has expired"));
+}
+
+TEST_F(IdentityTest, TamperedContentIsUntrusted) {
+  std::string der = DerOf(Sign(Fields("vm-aaaa")));
+  size_t at = der.find("vm-aaaa");
+  ASSERT_NE(at, std::string::npos);
+  der[at + 3] = 'b';
+  EXPECT_THAT(ExpectRefused(Reencode(der), IdentityFailure::kUntrustedSigner).error.message(),
+              HasSubstr("signature failure"));
+}
+
+TEST_F(IdentityTest, SignerForAnotherNameIsWrongSigner) {
+  signer_ = IssueImdsSigner(root_, "metadata.azure.com.evil.example");
+  ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner);
+}
+
+TEST_F(IdentityTest, CommonNameCountsOnlyWithoutDnsNames) {
+  LeafOptions cn_only;
+  cn_only.common_name = "metadata.azure.com";
+  cn_only.usage = KeyUsage::kNone;
+  signer_ = root_.IssueLeaf(cn_only);
+  EXPECT_TRUE(auth_->Authenticate(Sign(Fields())).ok());
+
+  LeafOptions other_san = cn_only;
+  other_san.dns_names = {"other.example"};
+  signer_ = root_.IssueLeaf(other_san);
+  ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner);
+}
+
+TEST_F(IdentityTest, AnyExtendedKeyUsageIsAccepted) {
+  // Azure's signer is a TLS certificate (serverAuth, clientAuth), not an S/MIME one.
+  for (KeyUsage usage : {KeyUsage::kServerAuth, KeyUsage::kClientAuth, KeyUsage::kCodeSigning}) {
+    LeafOptions leaf;
+    leaf.common_name = "metadata.azure.com";
+    leaf.dns_names = {"metadata.azure.com"};
+    leaf.usage = usage;
+    signer_ = root_.IssueLeaf(leaf);
+    AuthResult result = auth_->Authenticate(Sign(Fields()));
+    EXPECT_TRUE(result.ok()) << static_cast<int>(usage) << ": " << result.error.ToString();
+  }
+}
+
+TEST_F(IdentityTest, LeadingDotAcceptsSubdomains) {
+  AttestedDocumentOptions options = Options();
+  options.signer_name = ".metadata.azure.com";
+  auth_ = Make(options);
+  signer_ = IssueImdsSigner(root_, "eastus.metadata.azure.com");
+  EXPECT_TRUE(auth_->Authenticate(Sign(Fields())).ok());
+  signer_ = IssueImdsSigner(root_, "metadata.azure.com.evil.example");
+  ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner);
+}
+
+TEST_F(IdentityTest, IntermediateComesFromTheTrustBundle) {
+  // IMDS embeds only its own certificate; the intermediate must be configured.
+  TestCa intermediate = root_.IssueIntermediate("test-imds-intermediate");
+  signer_ = IssueImdsSigner(intermediate);
+  std::string token = Sign(Fields());
+  EXPECT_THAT(ExpectRefused(token, IdentityFailure::kUntrustedSigner).error.message(),
+              HasSubstr("unable to get local issuer certificate"));
+
+  AttestedDocumentOptions options = Options();
+  options.trust_roots_pem = root_.cert_pem() + intermediate.cert_pem();
+  auth_ = Make(options);
+  EXPECT_TRUE(auth_->Authenticate(token).ok());
+}
+
+TEST_F(IdentityTest, OptionsWithoutRootsOrNameAreRefused) {
+  AttestedDocumentOptions options = Options();
+  options.trust_roots_pem = "";
+  EXPECT_FALSE(NewAttestedDocumentAuthenticator(options).ok());
+  options.trust_roots_pem = "-----BEGIN CERTIFICATE-----\nnot a cert\n-----END CERTIFICATE-----\n";
+  EXPECT_FALSE(NewAttestedDocumentAuthenticator(options).ok());
+  options = Options();
+  options.signer_name = "";
+  EXPECT_FALSE(NewAttestedDocumentAuthenticator(options).ok());
+  EXPECT_EQ(ERR_peek_error(), 0ul);
+}
+
+TEST_F(IdentityTest, EmptyTokenIsMissing) { ExpectRefused("", IdentityFailure::kMissing); }
+
+TEST_F(IdentityTest, OversizedTokenIsMalformedBeforeAnyWork) {
+  ExpectRefused(std::string(64 * 1024 + 1, 'A'), IdentityFailure::kMalformed);
+  AttestedDocumentOptions options = Options();
+  std::string token = Sign(Fields());
+  options.max_token_bytes = token.size() - 1;
+  auth_ = Make(options);
+  ExpectRefused(token, IdentityFailure::kMalformed);
+  EXPECT_EQ(auth_->stats().verifications, 0u);
+}
+
+TEST_F(IdentityTest, NonBase64IsMalformed) {
+  ExpectRefused("not base64! secret-looking-token-value-1234567890", IdentityFailure::kMalformed);
+  ExpectRefused("QUJD", IdentityFailure::kMalformed);  // base64 of "ABC": not DER
+  std::string token = Sign(Fields());
+  ExpectRefused(token.substr(0, 64) + "\n" + token.substr(64), IdentityFailure::kMalformed);
+  ExpectRefused(token.substr(0, token.size() - 1), IdentityFailure::kMalformed);
+}
+
+TEST_F(IdentityTest, TruncatedOrPaddedDerIsMalformed) {
+  std::string der = DerOf(Sign(Fields()));
+  ExpectRefused(Reencode(der.substr(0, der.size() / 2)), IdentityFailure::kMalformed);
+  ExpectRefused(Reencode(der.substr(0, der.size() - 1)), IdentityFailure::kMalformed);
+  ExpectRefused(Reencode(der + std::string("\0\0", 2)), IdentityFailure::kMalformed);
+}
+
+TEST_F(IdentityTest, Pkcs7ThatIsNotSignedDataIsMalformed) {
+  ossl::Pkcs7Ptr p7(PKCS7_new());
+  ASSERT_EQ(PKCS7_set_type(p7.get(), NID_pkcs7_data), 1);
+  ASSERT_EQ(ASN1_OCTET_STRING_set(p7->d.data, reinterpret_cast<const unsigned char*>("{}"), 2), 1);
+  ExpectRefused(PkcsToToken(p7.get()), IdentityFailure::kMalformed);
+}
+
+TEST_F(IdentityTest, DetachedSignedDataIsMalformed) {
+  std::string json = testsupport::AttestedDocumentJson(Fields());
+  ossl::X509Ptr cert = ossl::ParseCertPem(signer_.cert_pem);
+  ossl::PkeyPtr key = ossl::ParseKeyPem(signer_.key_pem);
+  ossl::BioPtr in(BIO_new_mem_buf(json.data(), static_cast<int>(json.size())));
+  ossl::Pkcs7Ptr p7(
+      PKCS7_sign(cert.get(), key.get(), nullptr, in.get(), PKCS7_BINARY | PKCS7_DETACHED));
+  ASSERT_NE(p7, nullptr);
+  ExpectRefused(PkcsToToken(p7.get()), IdentityFailure::kMalformed);
+}
+
+TEST_F(IdentityTest, TwoSignersAreMalformed) {
+  std::string json = testsupport::AttestedDocumentJson(Fields());
+  CertAndKey second = IssueImdsSigner(root_);
+  ossl::BioPtr in(BIO_new_mem_buf(json.data(), static_cast<int>(json.size())));
+  ossl::Pkcs7Ptr p7(
+      PKCS7_sign(nullptr, nullptr, nullptr, nullptr, PKCS7_BINARY | PKCS7_PARTIAL | PKCS7_STREAM));
+  ASSERT_NE(p7, nullptr);
+  for (const CertAndKey* s : {&signer_, &second}) {
+    ossl::X509Ptr cert = ossl::ParseCertPem(s->cert_pem);
+    ossl::PkeyPtr key = ossl::ParseKeyPem(s->key_pem);
+    ASSERT_NE(PKCS7_sign_add_signer(p7.get(), cert.get(), key.get(), nullptr, 0), nullptr);
+  }
+  ASSERT_EQ(PKCS7_final(p7.get(), in.get(), PKCS7_BINARY), 1);
+  ExpectRefused(PkcsToToken(p7.get()), IdentityFailure::kMalformed);
+}
+
+TEST_F(IdentityTest, ContentThatIsNotAJsonObjectIsBadContent) {
+  ExpectRefused(testsupport::SignAttestedContent("not json {", signer_),
+                IdentityFailure::kBadContent);
+  ExpectRefused(testsupport::SignAttestedContent("[1,2]", signer_), IdentityFailure::kBadContent);
+  ExpectRefused(testsupport::SignAttestedContent("", signer_), IdentityFailure::kBadContent);
+}
+
+TEST_F(IdentityTest, MissingOrEmptyIdsAreBadContent) {
+  nlohmann::json no_vm = Doc();
+  no_vm.erase("vmId");
+  ExpectRefused(SignJson(no_vm), IdentityFailure::kBadContent);
+  nlohmann::json numeric_vm = Doc();
+  numeric_vm["vmId"] = 42;
+  ExpectRefused(SignJson(numeric_vm), IdentityFailure::kBadContent);
+  nlohmann::json empty_sub = Doc();
+  empty_sub["subscriptionId"] = "";
+  ExpectRefused(SignJson(empty_sub), IdentityFailure::kBadContent);
+}
+
+TEST_F(IdentityTest, MissingOrMisshapenTimesAreBadContent) {
+  nlohmann::json no_times = Doc();
+  no_times.erase("timeStamp");
+  ExpectRefused(SignJson(no_times), IdentityFailure::kBadContent);
+  nlohmann::json iso = Doc();
+  iso["timeStamp"]["expiresOn"] = "2030-01-01T00:00:00Z";
+  ExpectRefused(SignJson(iso), IdentityFailure::kBadContent);
+  nlohmann::json reversed = Doc();
+  std::swap(reversed["timeStamp"]["createdOn"], reversed["timeStamp"]["expiresOn"]);
+  ExpectRefused(SignJson(reversed), IdentityFailure::kBadContent);
+}
+
+TEST_F(IdentityTest, SkuIsOptional) {
+  nlohmann::json no_sku = Doc();
+  no_sku.erase("sku");
+  AuthResult result = auth_->Authenticate(SignJson(no_sku));
+  ASSERT_TRUE(result.ok()) << result.error.ToString();
+  EXPECT_EQ(result.identity.sku, "");
+}
+
+TEST_F(IdentityTest, FailuresAreNotCached) {
+  nlohmann::json no_vm = Doc();
+  no_vm.erase("vmId");
+  std::string token = SignJson(no_vm);
+  ExpectRefused(token, IdentityFailure::kBadContent);
+  ExpectRefused(token, IdentityFailure::kBadContent);
+  EXPECT_EQ(auth_->stats().verifications, 2u);
+  EXPECT_EQ(auth_->stats().cache_hits, 0u);
+  EXPECT_EQ(auth_->stats().cache_entries, 0u);
+}
+
+TEST_F(IdentityTest, FullCacheEvictsTheOldest) {
+  AttestedDocumentOptions options = Options();
+  options.cache_entries = 2;
+  auth_ = Make(options);
+  std::string a = Sign(Fields("vm-a")), b = Sign(Fields("vm-b")), c = Sign(Fields("vm-c"));
+  for (const std::string* token : {&a, &b, &c}) ASSERT_TRUE(auth_->Authenticate(*token).ok());
+  EXPECT_EQ(auth_->stats().cache_entries, 2u);
+  EXPECT_EQ(auth_->stats().cache_evictions, 1u);
+  EXPECT_TRUE(auth_->Authenticate(c).ok());  // kept
+  EXPECT_TRUE(auth_->Authenticate(b).ok());  // kept
+  EXPECT_EQ(auth_->stats().verifications, 3u);
+  EXPECT_TRUE(auth_->Authenticate(a).ok());  // was evicted: verified again
+  EXPECT_EQ(auth_->stats().verifications, 4u);
+}
+
+TEST_F(IdentityTest, FullCacheEvictsExpiredBeforeOldest) {
+  AttestedDocumentOptions options = Options();
+  options.cache_entries = 2;
+  auth_ = Make(options);
+  std::string long_lived = Sign(Fields("vm-long"));
+  AttestedDocumentFields short_fields = Fields("vm-short");
+  short_fields.expires_on = now_.load() + minutes(30);
+  std::string short_lived = Sign(short_fields);
+  ASSERT_TRUE(auth_->Authenticate(long_lived).ok());
+  ASSERT_TRUE(auth_->Authenticate(short_lived).ok());
+
+  now_ = now_.load() + hours(1);
+  ASSERT_TRUE(auth_->Authenticate(Sign(Fields("vm-new"))).ok());
+  EXPECT_EQ(auth_->stats().verifications, 3u);
+  EXPECT_TRUE(auth_->Authenticate(long_lived).ok());  // the older entry stayed
+  EXPECT_EQ(auth_->stats().verifications, 3u);
+  ExpectRefused(short_lived, IdentityFailure::kExpired);  // gone, so verified again
+  EXPECT_EQ(auth_->stats().verifications, 4u);
+}
+
+TEST_F(IdentityTest, ConcurrentCallersAgree) {
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 4; ++i) tokens.push_back(Sign(Fields("vm-" + std::to_string(i))));
+  constexpr int kThreads = 8, kCalls = 40;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        size_t which = static_cast<size_t>(t + i) % tokens.size();
+        AuthResult result = auth_->Authenticate(tokens[which]);
+        if (!result.ok() || result.identity.vm_id != "vm-" + std::to_string(which)) ++wrong;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  AuthenticatorStats stats = auth_->stats();
+  EXPECT_EQ(stats.verifications + stats.cache_hits, uint64_t{kThreads * kCalls});
+  EXPECT_GE(stats.verifications, tokens.size());
+  EXPECT_EQ(stats.cache_entries, tokens.size());
+}
+
+TEST(InsecureAuthenticatorTest, AcceptsAnyNonEmptyToken) {
+  auto auth = NewInsecureAnyTokenAuthenticator();
+  AuthResult result = auth->Authenticate("anything");
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result.identity.vm_id, "insecure");
+  EXPECT_EQ(result.identity.subscription_id, "insecure");
+  EXPECT_TRUE(result.identity.insecure);
+  AuthResult empty = auth->Authenticate("");
+  EXPECT_FALSE(empty.ok());
+  EXPECT_EQ(empty.failure, IdentityFailure::kMissing);
+}
+
+TEST(VerifySignedDocumentTest, ReturnsContentAndSigner) {
+  TestCa root = TestCa::Create("root");
+  CertAndKey signer = IssueImdsSigner(root, "signer.example");
+  std::string token = testsupport::SignAttestedContent(R"({"k":1})", signer);
+  SignedDocument any_name = VerifySignedDocument(token, root.cert_pem(), "");
+  ASSERT_TRUE(any_name.ok()) << any_name.error.ToString();
+  EXPECT_EQ(any_name.content, R"({"k":1})");
+  EXPECT_THAT(any_name.signer_subject, HasSubstr("CN=signer.example"));
+  EXPECT_GT(any_name.signer_not_after, system_clock::now() + hours(23));
+
+  SignedDocument wrong = VerifySignedDocument(token, root.cert_pem(), "metadata.azure.com");
+  EXPECT_EQ(wrong.failure, IdentityFailure::kWrongSigner);
+  SignedDocument untrusted = VerifySignedDocument(token, TestCa::Create().cert_pem(), "");
+  EXPECT_EQ(untrusted.failure, IdentityFailure::kUntrustedSigner);
+}
+
+TEST(ImdsTimestampTest, ParsesImdsShape) {
+  using namespace std::chrono;
+  auto parsed = ParseImdsTimestamp("11/30/20 20:59:36 -0000");
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(*parsed, sys_days(2020y / November / 30) + hours(20) + minutes(59) + seconds(36));
+  EXPECT_EQ(ParseImdsTimestamp("11/30/20 20:59:36 +0130"), *parsed - minutes(90));
+  EXPECT_EQ(ParseImdsTimestamp("11/30/20 20:59:36 -0200"), *parsed + hours(2));
+  EXPECT_EQ(ParseImdsTimestamp("02/29/24 00:00:00 -0000"), sys_days(2024y / February / 29));
+}
+
+TEST(ImdsTimestampTest, RefusesAnythingElse) {
+  for (const char* bad :
+       {"", "11/30/20 20:59:36", "11/30/20 20:59:36 -0000 ", "1/30/20 20:59:36 -0000",
+        "11/30/20 20:59:36 0000", "11-30-20 20:59:36 -0000", "13/01/20 00:00:00 -0000",
+        "02/30/24 00:00:00 -0000", "02/29/23 00:00:00 -0000", "11/30/20 24:00:00 -0000",
+        "11/30/20 20:60:00 -0000", "11/30/20 20:59:60 -0000", "11/30/20 20:59:36 -2400",
+        "11/30/20 2a:59:36 -0000", "2020-11-30T20:59:36Z"}) {
+    EXPECT_FALSE(ParseImdsTimestamp(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace hotfix::service
