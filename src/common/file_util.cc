@@ -101,7 +101,9 @@ Status WriteFileAtomically(const std::string& path, std::string_view data,
   Status st = WriteAllFd(fd.get(), data, tmp);
   if (st.ok() && ::fchmod(fd.get(), options.mode) != 0)
     st = Status::FromErrno("chmod " + tmp, errno);
-  if (st.ok() && ::fsync(fd.get()) != 0) st = Status::FromErrno("fsync " + tmp, errno);
+  if (st.ok() && options.durable && ::fsync(fd.get()) != 0) {
+    st = Status::FromErrno("fsync " + tmp, errno);
+  }
   if (fd.Close() != 0 && st.ok()) st = Status::FromErrno("close " + tmp, errno);
   if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     st = Status::FromErrno("rename " + tmp + " to " + path, errno);
@@ -111,7 +113,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view data,
     return st;
   }
   // The rename is only durable once the folder entry is on disk.
-  return FsyncDir(dir);
+  return options.durable ? FsyncDir(dir) : Status::Ok();
 }
 
 int RemoveStaleTempFiles(const std::string& dir, const std::string& prefix) {

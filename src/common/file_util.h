@@ -21,10 +21,15 @@ struct AtomicWriteOptions {
   mode_t mode = 0644;
   // Temp files are "<dir>/<temp_prefix><random>"; RemoveStaleTempFiles() recognises them.
   std::string temp_prefix = ".tmp-";
+  // fsync the file before and the folder after the rename, so that a power cut leaves the old
+  // or the new content. false keeps the all-or-nothing rename without the flushes, for files
+  // whose loss is harmless (telemetry): each fsync can cost milliseconds on a busy disk.
+  bool durable = true;
 };
 
-// Writes data to a temp file in path's folder, fsyncs it, renames it over path and fsyncs
-// the folder. On any failure the temp file is removed and path is untouched.
+// Writes data to a temp file in path's folder, fsyncs it (if durable), renames it over path
+// and fsyncs the folder (if durable). On any failure the temp file is removed and path is
+// untouched.
 Status WriteFileAtomically(const std::string& path, std::string_view data,
                            const AtomicWriteOptions& options);
 

@@ -91,6 +91,9 @@ Status WriteGuestAgentEvent(const std::string& dir, const GuestAgentEvent& event
   AtomicWriteOptions options;
   options.mode = kEventFileMode;
   options.temp_prefix = kEventTempPrefix;
+  // Telemetry: whole or absent, never half (the rename), but not worth two flushes of a busy
+  // provisioning disk on the boot path.
+  options.durable = false;
   Status written = WriteFileAtomically(path, FormatGuestAgentEvent(event), options);
   if (!written.ok()) return written.Annotate("writing guest agent event " + path);
   return Status::Ok();

@@ -68,10 +68,17 @@ class GrpcLpsFetcher : public LpsFetcher {
     auto dial = DialOptions(*target);
     if (!dial.ok()) return LocalError(dial.status().Annotate("dialing LPS gRPC"));
 
-    // The token is fetched while we connect and handshake.
+    // The token is fetched while we connect and handshake; without one there is nothing to
+    // send, so a failed fetch stops the dial at its next step.
+    std::atomic<bool> token_failed{false};
+    dial->cancelled = &token_failed;
     std::promise<StatusOr<Secret>> token_promise;
     auto token_future = token_promise.get_future();
-    std::thread imds([&] { token_promise.set_value(tokens_.Fetch(call_deadline)); });
+    std::thread imds([&] {
+      StatusOr<Secret> token = tokens_.Fetch(call_deadline);
+      if (!token.ok()) token_failed = true;
+      token_promise.set_value(std::move(token));
+    });
 
     log_.Info("check-hotfix LPS gRPC dial", {{"dialHost", target->api_server_name},
                                              {"alpn", kAlpnLivePatching},
@@ -80,8 +87,8 @@ class GrpcLpsFetcher : public LpsFetcher {
     if (!stream.ok()) tokens_.Cancel();
     StatusOr<Secret> token = token_future.get();
     imds.join();
-    if (!stream.ok()) return LocalError(stream.status().Annotate("dialing LPS gRPC"));
     if (!token.ok()) return LocalError(token.status());
+    if (!stream.ok()) return LocalError(stream.status().Annotate("dialing LPS gRPC"));
 
     return Call(**stream, ApiServerHost(target->api_server_name), *token, call_deadline);
   }

@@ -17,7 +17,12 @@ StatusOr<HotfixPointer> WritePlanned(const std::string& path, const HotfixMap& h
   options.temp_prefix = kPointerTempPrefix;
   // rename(2) replaces the path itself: a symlink there (dangling or not) becomes a regular
   // file and its target is left alone, as with the reference's os.Rename.
-  Status written = WriteFileAtomically(path, SerializeHotfixPointer(planned), options);
+  const std::string bytes = SerializeHotfixPointer(planned);
+  // A node that reboots usually gets the answer it already staged: leave the file, and the
+  // disk, alone.
+  auto current = ReadFileToString(path, bytes.size() + 1);
+  if (current.ok() && *current == bytes) return planned;
+  Status written = WriteFileAtomically(path, bytes, options);
   if (!written.ok()) return written;
   return planned;
 }

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -396,19 +397,27 @@ StatusOr<int> ValidateCaPem(const std::string& ca_pem) {
 
 StatusOr<std::unique_ptr<TlsStream>> DialTls(const TlsDialOptions& options, Deadline deadline) {
   if (Status valid = ValidateOptions(options); !valid.ok()) return valid;
-  auto anchors = ParseCaCerts(options.ca_pem);
-  if (!anchors.ok()) return anchors.status();
-  auto ctx = MakeContext(options, std::move(anchors).value());
-  if (!ctx.ok()) return ctx.status();
+  // OpenSSL 3 spends milliseconds fetching algorithms for a process's first context: build it
+  // while the name resolves and the TCP connection opens. (The future joins on every return.)
+  auto ctx_future = std::async(std::launch::async, [&options]() -> StatusOr<SslCtxPtr> {
+    auto anchors = ParseCaCerts(options.ca_pem);
+    if (!anchors.ok()) return anchors.status();
+    return MakeContext(options, std::move(anchors).value());
+  });
+  auto cancelled = [&options] { return options.cancelled != nullptr && *options.cancelled; };
 
   // Through a proxy, only the proxy is resolved: it resolves the target itself.
   const std::string& dial_host = options.proxy ? options.proxy->host : options.host;
   uint16_t dial_port = options.proxy ? options.proxy->port : options.port;
   std::string label = options.proxy ? "proxy " : "";
   auto fd = DialTcp(dial_host, dial_port, deadline, label);
+  auto ctx = ctx_future.get();
+  if (!ctx.ok()) return ctx.status();
   if (!fd.ok()) return fd.status();
+  if (cancelled()) return Status::Unavailable("dial cancelled");
   if (options.proxy) {
     if (Status tunnel = ProxyConnect(fd->get(), options, deadline); !tunnel.ok()) return tunnel;
+    if (cancelled()) return Status::Unavailable("dial cancelled");
   }
   return Handshake(std::move(fd).value(), ctx->get(), options, deadline);
 }

@@ -3,6 +3,7 @@
 // verify are required, and only that CA is trusted (never the system roots).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,6 +33,9 @@ struct TlsDialOptions {
   std::string verify_name;
   // PEM trust anchors; every CERTIFICATE block is trusted, nothing else. Required.
   std::string ca_pem;
+  // When set and true, the dial gives up before its next step (kUnavailable "dial
+  // cancelled"): its result is no longer needed.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 class TlsStream : public ByteStream {

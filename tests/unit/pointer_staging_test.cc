@@ -343,3 +343,29 @@ TEST(PlanStagedPointerTest, UnreadableExistingFileWarns) {
 
 }  // namespace
 }  // namespace hotfix::node
+
+namespace hotfix::node {
+namespace {
+
+// A reboot that gets the answer it already staged must not rewrite (and flush) the file.
+TEST(StageHotfixesTest, AnUnchangedPointerIsNotRewritten) {
+  TempDir dir;
+  const std::string path = dir.File("hotfix.json");
+  ASSERT_TRUE(StageHotfixes(path, {{"202604.01", "202604.01.1"}}, Soon(), NullLogger()).ok());
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
+  auto again = StageHotfixes(path, {{"202604.01", "202604.01.1"}}, Soon(), NullLogger());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->hotfixes.at("202604.01"), "202604.01.1");
+  struct stat after {};
+  ASSERT_EQ(::stat(path.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);  // a rewrite renames a new inode into place
+  // A different answer is written.
+  ASSERT_TRUE(StageHotfixes(path, {{"202604.01", "202604.01.2"}}, Soon(), NullLogger()).ok());
+  struct stat changed {};
+  ASSERT_EQ(::stat(path.c_str(), &changed), 0);
+  EXPECT_NE(changed.st_ino, before.st_ino);
+}
+
+}  // namespace
+}  // namespace hotfix::node

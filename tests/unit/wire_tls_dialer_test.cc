@@ -445,6 +445,17 @@ std::string Describe(const StatusOr<T>& s) {
 
 // ---- Success: what goes on the wire. ----
 
+TEST(DialTls, ACancelledDialStopsBeforeTheHandshake) {
+  TlsServer server({.leaf = &TestPki().leaf});
+  std::atomic<bool> cancelled{true};
+  TlsDialOptions options = Options(server.port());
+  options.cancelled = &cancelled;
+  auto stream = DialTls(options, Deadline::After(5s));
+  ASSERT_FALSE(stream.ok());
+  EXPECT_EQ(stream.status().message(), "dial cancelled");
+  EXPECT_FALSE(server.hello().seen);  // no ClientHello was sent
+}
+
 TEST(DialTls, HandshakeSelectsH2AndSendsApiServerSni) {
   TlsServer server({.leaf = &TestPki().leaf});
   auto stream = DialTls(Options(server.port()), Deadline::After(5s));
