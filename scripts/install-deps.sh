@@ -12,7 +12,8 @@ build=(build-essential cmake ninja-build pkg-config clang-format
 service=(prometheus-cpp-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2)
 bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
-       golang-github-golang-protobuf-1-5-dev hyperfine time nghttp2-client)
+       golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc
+       hyperfine time nghttp2-client)
 
 want=("${build[@]}" "${service[@]}" "${test[@]}")
 if [[ "${1:-}" == "--bench" ]]; then want+=("${bench[@]}"); fi
