@@ -1,4 +1,5 @@
 #include "node/hotfix_pointer.h"
+#include "common/json_error.h"
 
 #include <cmath>
 #include <cstdint>
@@ -494,11 +495,7 @@ bool GoStructDecoder::key(std::string& k) {
 
 bool GoStructDecoder::parse_error(std::size_t, const std::string&,
                                   const nlohmann::detail::exception& e) {
-  // nlohmann's texts start with "[json.exception.parse_error.101] "; the rest is the useful part.
-  std::string_view what = e.what();
-  const size_t bracket = what.find("] ");
-  if (bracket != std::string_view::npos) what.remove_prefix(bracket + 2);
-  syntax_error_ = Status::InvalidArgument(std::string(what));
+  syntax_error_ = Status::InvalidArgument(JsonErrorText(e));
   return false;
 }
 

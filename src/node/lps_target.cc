@@ -1,4 +1,5 @@
 #include "node/lps_target.h"
+#include "common/json_error.h"
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -180,11 +181,7 @@ bool ProtojsonNodeConfigDecoder::Close() {
 
 bool ProtojsonNodeConfigDecoder::parse_error(std::size_t, const std::string&,
                                              const nlohmann::detail::exception& e) {
-  // nlohmann's texts start with "[json.exception.parse_error.101] "; the rest is the useful part.
-  std::string_view what = e.what();
-  const size_t bracket = what.find("] ");
-  if (bracket != std::string_view::npos) what.remove_prefix(bracket + 2);
-  return Fail("syntax error: " + std::string(what));
+  return Fail("syntax error: " + JsonErrorText(e));
 }
 
 StatusOr<LpsTarget> TargetFromNodeConfig(const std::string& path, const std::string& content,

@@ -1,5 +1,7 @@
 #include "service/component_store.h"
 
+#include "common/json_error.h"
+
 #include <dirent.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -93,12 +95,7 @@ Status ParseJson(std::string_view text, json* out) {
   try {
     *out = json::parse(text.begin(), text.end(), on_event);
   } catch (const json::exception& e) {
-    // what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
-    std::string_view what = e.what();
-    if (auto bracket = what.find("] "); bracket != std::string_view::npos) {
-      what.remove_prefix(bracket + 2);
-    }
-    return Status::InvalidArgument("invalid JSON: " + std::string(what));
+    return Status::InvalidArgument("invalid JSON: " + JsonErrorText(e));
   }
   if (!duplicate.empty()) return Status::InvalidArgument("duplicate key " + Quote(duplicate));
   return Status::Ok();
