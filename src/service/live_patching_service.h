@@ -1,0 +1,94 @@
+// akslivepatching.v1.LivePatchingService/GetComponentConfig: who is calling, may they, how
+// often, for what, and the answer from the component store. Every refusal is a gRPC code the
+// node client's outcome taxonomy reads (docs/CHECK-HOTFIX.md, docs/SERVICE.md):
+//
+//   missing or invalid identity                        UNAUTHENTICATED     -> noHotfixAvailable
+//   verified, but subscription not on the allow-list   PERMISSION_DENIED   -> noHotfixAvailable
+//   over the node's request rate                       RESOURCE_EXHAUSTED  -> failed
+//   empty or malformed component name                  INVALID_ARGUMENT    -> failed
+//   no such component                                  NOT_FOUND           -> noHotfixAvailable
+//   store not loaded yet                               UNAVAILABLE         -> customDataFallback
+//
+// The checks run in that order, so an unauthenticated caller learns nothing about the store.
+// Each call writes one JSON access-log line (identity, component, code, duration; never the
+// token) and feeds the metrics. The service holds no state of its own: replicas given the same
+// store answer the same.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "akslivepatching/v1/live_patching.grpc.pb.h"
+#include "common/log.h"
+#include "service/component_store.h"
+#include "service/metrics.h"
+#include "service/node_identity.h"
+#include "service/rate_limiter.h"
+
+namespace hotfix::service {
+
+struct LivePatchingServiceOptions {
+  // Borrowed; each must outlive the service. Only rate_limiter may be null (no limit).
+  Authenticator* authenticator = nullptr;
+  const ComponentStore* store = nullptr;
+  RateLimiter* rate_limiter = nullptr;
+  Metrics* metrics = nullptr;
+  Logger* access_log = nullptr;
+  // Subscriptions allowed to call (compared case-insensitively, as GUIDs); empty: any caller
+  // with a verified identity.
+  std::vector<std::string> allowed_subscriptions;
+  // A test hook: each answer is sent this long after the decision (on a timer, not a
+  // blocked thread), so that tests can have a call in flight. Zero in production.
+  std::chrono::milliseconds testing_response_delay{0};
+};
+
+// What one call carried, transport aside.
+struct CallInput {
+  std::vector<std::string_view> authorization;  // every `authorization` metadata value
+  std::string_view component_name;
+  std::string_view peer;  // for the access log
+};
+
+// The answer to one call and what the access log and metrics say about it.
+struct CallDecision {
+  grpc::Status status;
+  std::string config;  // the component's JSON when status is OK
+  NodeIdentity identity;
+  bool authenticated = false;
+  std::optional<IdentityFailure> identity_failure;
+  // The component label for metrics: the name when the store knows it, else "unknown".
+  std::string metric_component = "unknown";
+};
+
+class LivePatchingServiceImpl final
+    : public akslivepatching::v1::LivePatchingService::CallbackService {
+ public:
+  explicit LivePatchingServiceImpl(LivePatchingServiceOptions options);
+
+  // authenticate -> allow-list -> rate limit -> name check -> store lookup. Thread-safe.
+  CallDecision Decide(const CallInput& input);
+
+  grpc::ServerUnaryReactor* GetComponentConfig(
+      grpc::CallbackServerContext* context,
+      const akslivepatching::v1::GetComponentConfigRequest* request,
+      akslivepatching::v1::GetComponentConfigResponse* response) override;
+
+ private:
+  bool Authenticate(const CallInput& input, CallDecision* decision);
+  bool Authorize(CallDecision* decision) const;
+  bool WithinRate(CallDecision* decision);
+  bool Lookup(std::string_view component, CallDecision* decision) const;
+  void Report(const CallInput& input, const CallDecision& decision,
+              std::chrono::steady_clock::duration elapsed);
+
+  LivePatchingServiceOptions options_;
+  std::set<std::string> allowed_;  // lower-cased allowed_subscriptions
+};
+
+}  // namespace hotfix::service

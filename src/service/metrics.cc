@@ -1,0 +1,203 @@
+#include "service/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <exception>
+#include <mutex>
+#include <set>
+
+namespace hotfix::service {
+namespace {
+
+class NoopMetrics final : public Metrics {
+ public:
+  void RecordCall(const CallSample&) override {}
+  void RecordIdentityFailure(IdentityFailure) override {}
+  void RecordReload(const ReloadReport&) override {}
+};
+
+// Calls are in-memory lookups plus, on a cache miss, one PKCS#7 verification: sub-millisecond
+// to a few milliseconds. The upper buckets catch a starved process.
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  return kBuckets;
+}
+
+constexpr IdentityFailure kAllIdentityFailures[] = {
+    IdentityFailure::kMissing,     IdentityFailure::kMalformed,  IdentityFailure::kUntrustedSigner,
+    IdentityFailure::kWrongSigner, IdentityFailure::kBadContent, IdentityFailure::kExpired,
+};
+
+}  // namespace
+
+const char* StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+std::unique_ptr<Metrics> NewNoopMetrics() { return std::make_unique<NoopMetrics>(); }
+
+struct PrometheusMetrics::Impl {
+  explicit Impl(size_t max_subscriptions)
+      : registry(std::make_shared<prometheus::Registry>()),
+        requests(prometheus::BuildCounter()
+                     .Name(kMetricRequests)
+                     .Help("GetComponentConfig calls by component and gRPC code")
+                     .Register(*registry)),
+        by_subscription(prometheus::BuildCounter()
+                            .Name(kMetricRequestsBySubscription)
+                            .Help("Calls by the caller's verified subscription (capped; the "
+                                  "rest are \"other\")")
+                            .Register(*registry)),
+        latency(prometheus::BuildHistogram()
+                    .Name(kMetricLatency)
+                    .Help("GetComponentConfig handling time in seconds, arrival to status")
+                    .Register(*registry)
+                    .Add({}, LatencyBuckets())),
+        identity_failures(prometheus::BuildCounter()
+                              .Name(kMetricIdentityFailures)
+                              .Help("Calls refused as UNAUTHENTICATED, by reason")
+                              .Register(*registry)),
+        generation(prometheus::BuildGauge()
+                       .Name(kMetricStoreGeneration)
+                       .Help("Generation of the component store snapshot being served "
+                             "(0: not loaded)")
+                       .Register(*registry)
+                       .Add({})),
+        last_reload_error(prometheus::BuildGauge()
+                              .Name(kMetricStoreLastReloadError)
+                              .Help("1 if the last store reload failed or refused a file, else 0")
+                              .Register(*registry)
+                              .Add({})),
+        rejected_files(prometheus::BuildGauge()
+                           .Name(kMetricStoreRejectedFiles)
+                           .Help("Files the last store reload refused (kept out of the store)")
+                           .Register(*registry)
+                           .Add({})),
+        reloads(prometheus::BuildCounter()
+                    .Name(kMetricStoreReloads)
+                    .Help("Store reload attempts by result: ok, rejected_files, error")
+                    .Register(*registry)),
+        max_subscription_labels(max_subscriptions) {
+    // Zero-valued series from the start, so rate() and alerts see them before the first event.
+    for (IdentityFailure f : kAllIdentityFailures) {
+      identity_failures.Add({{"reason", IdentityFailureName(f)}});
+    }
+    for (const char* result : {"ok", "rejected_files", "error"}) reloads.Add({{"result", result}});
+  }
+
+  // The subscription's own label while under the cap, "other" after.
+  std::string SubscriptionLabel(std::string_view subscription) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::string key(subscription);
+    if (seen_subscriptions.count(key) != 0) return key;
+    if (seen_subscriptions.size() >= max_subscription_labels) return "other";
+    seen_subscriptions.insert(key);
+    return key;
+  }
+
+  std::shared_ptr<prometheus::Registry> registry;
+  prometheus::Family<prometheus::Counter>& requests;
+  prometheus::Family<prometheus::Counter>& by_subscription;
+  prometheus::Histogram& latency;
+  prometheus::Family<prometheus::Counter>& identity_failures;
+  prometheus::Gauge& generation;
+  prometheus::Gauge& last_reload_error;
+  prometheus::Gauge& rejected_files;
+  prometheus::Family<prometheus::Counter>& reloads;
+  size_t max_subscription_labels;
+  std::mutex mu;
+  std::set<std::string> seen_subscriptions;
+  std::unique_ptr<prometheus::Exposer> exposer;  // last: stops serving before the rest goes
+};
+
+PrometheusMetrics::PrometheusMetrics(PrometheusMetricsOptions options)
+    : impl_(std::make_unique<Impl>(options.max_subscription_labels)) {}
+PrometheusMetrics::~PrometheusMetrics() = default;
+
+Status PrometheusMetrics::Listen(const std::string& listen) {
+  if (impl_->exposer) return Status::InvalidArgument("metrics endpoint already listening");
+  try {
+    impl_->exposer = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return Status::Unavailable("cannot serve metrics on " + listen + ": " + e.what());
+  }
+  impl_->exposer->RegisterCollectable(impl_->registry);
+  return Status::Ok();
+}
+
+uint16_t PrometheusMetrics::port() const {
+  if (!impl_->exposer) return 0;
+  std::vector<int> ports = impl_->exposer->GetListeningPorts();
+  return ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
+}
+
+void PrometheusMetrics::RecordCall(const CallSample& sample) {
+  impl_->requests
+      .Add({{"component", std::string(sample.component)}, {"code", StatusCodeName(sample.code)}})
+      .Increment();
+  impl_->latency.Observe(sample.seconds);
+  if (!sample.subscription_id.empty()) {
+    impl_->by_subscription.Add({{"subscription", impl_->SubscriptionLabel(sample.subscription_id)}})
+        .Increment();
+  }
+}
+
+void PrometheusMetrics::RecordIdentityFailure(IdentityFailure reason) {
+  impl_->identity_failures.Add({{"reason", IdentityFailureName(reason)}}).Increment();
+}
+
+void PrometheusMetrics::RecordReload(const ReloadReport& report) {
+  impl_->generation.Set(static_cast<double>(report.generation));
+  bool failed = !report.error.ok() || !report.rejected.empty();
+  impl_->last_reload_error.Set(failed ? 1 : 0);
+  impl_->rejected_files.Set(static_cast<double>(report.rejected.size()));
+  const char* result = !report.error.ok()        ? "error"
+                       : report.rejected.empty() ? "ok"
+                                                 : "rejected_files";
+  impl_->reloads.Add({{"result", result}}).Increment();
+}
+
+}  // namespace hotfix::service

@@ -1,0 +1,87 @@
+// What the live-patching service counts: calls by component and code, call latency, identity
+// failures by reason, the store's generation and whether its last reload had errors. The
+// interface keeps prometheus-cpp out of the service logic, so tests and builds without a
+// metrics listener use the no-op implementation.
+//
+//   PrometheusMetrics metrics;
+//   metrics.RecordCall({"aksNodeController", grpc::StatusCode::OK, 0.0012, "8d10..."});
+//   Status st = metrics.Listen("0.0.0.0:9090");               // GET /metrics
+#pragma once
+
+#include <grpcpp/support/status_code_enum.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "service/component_store.h"
+#include "service/node_identity.h"
+
+namespace hotfix::service {
+
+// One finished call, as the metrics see it. Labels must stay bounded: the caller passes a
+// component name only when the store knows it (anything else is "unknown"), and the
+// subscription only once the identity was verified (else empty).
+struct CallSample {
+  std::string_view component;
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  double seconds = 0;
+  std::string_view subscription_id;
+};
+
+class Metrics {
+ public:
+  virtual ~Metrics() = default;
+  virtual void RecordCall(const CallSample& sample) = 0;
+  virtual void RecordIdentityFailure(IdentityFailure reason) = 0;
+  // After every store (re)load attempt, initial load included.
+  virtual void RecordReload(const ReloadReport& report) = 0;
+};
+
+// Discards everything.
+std::unique_ptr<Metrics> NewNoopMetrics();
+
+struct PrometheusMetricsOptions {
+  // Distinct subscription label values kept; later subscriptions are counted as "other", so a
+  // fleet without an allow-list cannot blow up the series count.
+  size_t max_subscription_labels = 256;
+};
+
+// The names, for docs/SERVICE.md and the tests.
+inline constexpr char kMetricRequests[] = "lp_requests_total";
+inline constexpr char kMetricRequestsBySubscription[] = "lp_requests_by_subscription_total";
+inline constexpr char kMetricLatency[] = "lp_request_duration_seconds";
+inline constexpr char kMetricIdentityFailures[] = "lp_identity_failures_total";
+inline constexpr char kMetricStoreGeneration[] = "lp_store_generation";
+inline constexpr char kMetricStoreLastReloadError[] = "lp_store_last_reload_error";
+inline constexpr char kMetricStoreRejectedFiles[] = "lp_store_rejected_files";
+inline constexpr char kMetricStoreReloads[] = "lp_store_reloads_total";
+
+class PrometheusMetrics : public Metrics {
+ public:
+  // Counts from now on; nothing is served until Listen().
+  explicit PrometheusMetrics(PrometheusMetricsOptions options = {});
+  ~PrometheusMetrics() override;
+
+  // Serves the text format over HTTP at /metrics on listen ("ADDR:PORT"; port 0 picks one).
+  // Fails (instead of throwing, as prometheus-cpp does) when the address cannot be bound. Call
+  // it last at start-up: stopping the HTTP server (civetweb) can take up to 2 s.
+  Status Listen(const std::string& listen);
+  // The port /metrics is served on; 0 before Listen().
+  uint16_t port() const;
+
+  void RecordCall(const CallSample& sample) override;
+  void RecordIdentityFailure(IdentityFailure reason) override;
+  void RecordReload(const ReloadReport& report) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "OK", "NOT_FOUND", ...: the label and access-log spelling of a gRPC code.
+const char* StatusCodeName(grpc::StatusCode code);
+
+}  // namespace hotfix::service

@@ -1,0 +1,77 @@
+// The live-patching-service process minus its flags: checks its inputs, loads the component
+// store, and serves GetComponentConfig over TLS (h2, picked from the node's
+// ["aks-live-patching","h2"]) with the standard gRPC health service and server reflection,
+// Prometheus metrics on their own port, and a plaintext health port for kubelet's gRPC probes
+// (which cannot speak TLS).
+//
+//   ServerConfig config;  config.listen = "0.0.0.0:8443";  ...
+//   auto server = Server::Start(std::move(config), &log);   // refuses with a clear Status
+//   ... SIGHUP: (*server)->ReloadStore();  SIGTERM: (*server)->Drain();
+//
+// Lifecycle. Health is NOT_SERVING until the store holds a snapshot. The TLS certificate and
+// key are re-read when their files change (gRPC's file watcher, every tls_refresh); new
+// handshakes get the new pair, a broken pair is ignored and the old one kept. Drain() turns
+// health NOT_SERVING, stops accepting calls, lets in-flight ones finish within shutdown_grace
+// and cancels what is left.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+
+namespace hotfix::service {
+
+struct ServerConfig {
+  std::string listen;  // "ADDR:PORT"; port 0 picks one (see Server::port())
+  std::string tls_cert_path;
+  std::string tls_key_path;
+  std::chrono::seconds tls_refresh{10};
+  std::string components_dir;
+  std::string attestation_roots_path;  // may be empty only with insecure_accept_any_token
+  std::string attestation_signer_name = "metadata.azure.com";
+  std::vector<std::string> allowed_subscriptions;  // empty: every verified subscription
+  double rate_limit_per_node = 0;                  // requests per second; 0: unlimited
+  std::string metrics_listen;                      // empty: no metrics endpoint
+  std::string health_listen;                       // empty: no plaintext health port
+  bool insecure_accept_any_token = false;
+  std::chrono::milliseconds shutdown_grace{10000};
+  // A test hook (hidden flag): hold every answer this long, so a drain has a call in flight.
+  std::chrono::milliseconds testing_response_delay{0};
+};
+
+// The gRPC service name health and reflection report for GetComponentConfig.
+inline constexpr char kLivePatchingServiceName[] = "akslivepatching.v1.LivePatchingService";
+
+class Server {
+ public:
+  // Everything is checked before anything listens: a missing or unreadable certificate, key,
+  // trust-root bundle or component folder is refused with a Status naming the flag and file.
+  static StatusOr<std::unique_ptr<Server>> Start(ServerConfig config, Logger* log);
+  ~Server();  // Drain() if still serving
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t port() const;
+  uint16_t health_port() const;   // 0 without health_listen
+  uint16_t metrics_port() const;  // 0 without metrics_listen
+
+  // Re-reads the component folder now (also done on every change by the store's watcher).
+  void ReloadStore();
+  // Returns once every listener is closed. Idempotent.
+  void Drain();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// "5/s", "0.5/s", "5": requests per second per node. InvalidArgument otherwise.
+StatusOr<double> ParseRatePerSecond(std::string_view text);
+
+}  // namespace hotfix::service

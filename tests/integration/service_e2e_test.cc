@@ -1,0 +1,735 @@
+// live-patching-service end to end: the real binary, started with certificates, trust roots
+// and a components folder made here, called by a real gRPC client with attested documents
+// signed here; and the project's hotfix-agent reaching it through the HAProxy route.
+//
+//   gRPC client / hotfix-agent --TLS--> [HAProxy] --> live-patching-service
+//                                                       |-- components dir (inotify)
+//                                                       |-- :metrics (Prometheus text)
+//                                                       `-- :health (plaintext gRPC health)
+#include <openssl/evp.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "haproxy.h"
+#include "service/component_store.h"
+#include "service/live_patching_service.h"
+#include "service/metrics.h"
+#include "service/node_identity.h"
+#include "service_fixture.h"
+#include "tls_client.h"
+#include "tls_peer.h"
+
+namespace hotfix::testsupport {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using Json = nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kServedMap[] =
+    R"({"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}})";
+constexpr char kNextMap[] = R"({"hotfixes":{"202604.01":"202604.01.4"}})";
+constexpr char kDefaultVmId[] = "02aab8a4-74ef-476e-8182-f6d2ba4166a6";
+constexpr char kDefaultSubscription[] = "8d10da13-8125-4ba9-a717-bf7490507b3d";
+constexpr char kServiceName[] = "akslivepatching.v1.LivePatchingService";
+constexpr auto kGenerous = seconds(15);
+
+class ServiceE2eTest : public ::testing::Test {
+ protected:
+  ServiceE2eTest() { files_.WriteComponent(kAksNodeControllerComponent, kServedMap); }
+
+  void TearDown() override {
+    if (HasFailure() && lps_) ADD_FAILURE() << "service stderr:\n" << lps_->Stderr();
+  }
+
+  ServiceProcess& Start(const std::vector<std::string>& extra = {},
+                        const std::filesystem::path& components = {}) {
+    lps_ = std::make_unique<ServiceProcess>(files_.Args(extra, components));
+    channel_ = lps_->Channel(files_);
+    return *lps_;
+  }
+
+  GrpcReply Call(const std::string& component, const std::optional<std::string>& token) {
+    return CallGetComponentConfig(channel_, component, token);
+  }
+  GrpcReply CallAsNode(const std::string& component = kAksNodeControllerComponent) {
+    return Call(component, files_.Token());
+  }
+  std::string ServedConfig() {
+    GrpcReply r = CallAsNode();
+    return r.status.ok() ? r.response.config() : "<" + r.status.error_message() + ">";
+  }
+  std::string Metrics() { return HttpGet(lps_->metrics_port(), "/metrics"); }
+
+  ServiceFiles files_;
+  std::unique_ptr<ServiceProcess> lps_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+// ---- Every status code the node client's taxonomy reads --------------------------------------
+
+TEST_F(ServiceE2eTest, ServesTheComponentConfigToAnAttestedNode) {
+  Start();
+  GrpcReply r = CallAsNode();
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.response.component_name(), kAksNodeControllerComponent);
+  EXPECT_EQ(r.response.config(), kServedMap);
+}
+
+TEST_F(ServiceE2eTest, NoAuthorizationIsUnauthenticated) {
+  Start();
+  GrpcReply r = Call(kAksNodeControllerComponent, std::nullopt);
+  EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("no authorization metadata"));
+  EXPECT_EQ(Call(kAksNodeControllerComponent, "").code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(ServiceE2eTest, GarbageTokenIsUnauthenticated) {
+  Start();
+  GrpcReply r = Call(kAksNodeControllerComponent, "bm90IGEgcGtjczc=");
+  EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("malformed"));
+}
+
+TEST_F(ServiceE2eTest, ExpiredDocumentIsUnauthenticated) {
+  Start();
+  AttestedDocumentFields old;
+  old.created_on = std::chrono::system_clock::now() - std::chrono::hours(7);
+  old.expires_on = std::chrono::system_clock::now() - std::chrono::hours(1);
+  GrpcReply r = Call(kAksNodeControllerComponent, files_.Token(old));
+  EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(r.status.error_message(), AllOf(HasSubstr("expired"), HasSubstr("expired at")));
+}
+
+TEST_F(ServiceE2eTest, ForeignSignedDocumentIsUnauthenticated) {
+  Start();
+  TestCa foreign = TestCa::Create("someone-elses-root");
+  CertAndKey signer = IssueImdsSigner(foreign);  // the right name, the wrong chain
+  GrpcReply r = Call(kAksNodeControllerComponent, files_.Token({}, &signer));
+  EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("untrusted_signer"));
+}
+
+TEST_F(ServiceE2eTest, TrustedChainWithAnotherSignerNameIsUnauthenticated) {
+  Start();
+  CertAndKey signer = IssueImdsSigner(files_.imds_root(), "metadata.example.com");
+  GrpcReply r = Call(kAksNodeControllerComponent, files_.Token({}, &signer));
+  EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("wrong_signer"));
+}
+
+TEST_F(ServiceE2eTest, SubscriptionsOffTheAllowListArePermissionDenied) {
+  // GUIDs compare case-insensitively: the upper-cased entry allows the default node.
+  std::string upper = kDefaultSubscription;
+  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+  Start({"--allowed-subscriptions", "11111111-2222-3333-4444-555555555555," + upper});
+  EXPECT_TRUE(CallAsNode().status.ok());
+  AttestedDocumentFields other;
+  other.subscription_id = "99999999-0000-0000-0000-000000000000";
+  GrpcReply r = Call(kAksNodeControllerComponent, files_.Token(other));
+  EXPECT_EQ(r.code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(r.status.error_message(),
+              HasSubstr("subscription 99999999-0000-0000-0000-000000000000 is not allowed"));
+}
+
+TEST_F(ServiceE2eTest, ANodeOverItsRateIsResourceExhaustedOthersAreNot) {
+  Start({"--rate-limit-per-node", "1/s"});
+  std::string token = files_.Token();
+  ASSERT_TRUE(Call(kAksNodeControllerComponent, token).status.ok());
+  // One token a second and a one-second burst: of five immediate retries some must be refused
+  // however slow this machine is (a refused one gives nothing back).
+  std::vector<GrpcReply> retries;
+  for (int i = 0; i < 5; ++i) retries.push_back(Call(kAksNodeControllerComponent, token));
+  auto refused = std::find_if(retries.begin(), retries.end(), [](const GrpcReply& r) {
+    return r.code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  });
+  ASSERT_NE(refused, retries.end());
+  EXPECT_THAT(refused->status.error_message(),
+              AllOf(HasSubstr("rate limit"), HasSubstr(kDefaultVmId)));
+  AttestedDocumentFields another;
+  another.vm_id = "5f0c0b8e-0000-4000-8000-000000000002";
+  EXPECT_TRUE(Call(kAksNodeControllerComponent, files_.Token(another)).status.ok());
+}
+
+TEST_F(ServiceE2eTest, BadComponentNamesAreInvalidArgumentAndNeverAPath) {
+  // A file one level up: a name that became a path would find it.
+  files_.dir().Write("secret.json", R"({"hotfixes":{"202604.01":"202604.01.666"}})");
+  Start();
+  for (std::string name :
+       {std::string(""), std::string("../secret"), std::string("..%2fsecret"),
+        std::string("/etc/passwd"), std::string("9lives"), std::string(".hidden"),
+        std::string("a b"), std::string("a/b"), std::string(65, 'a'),
+        std::string("aks\nNodeController"), std::string("aks\0x", 5)}) {
+    GrpcReply r = CallAsNode(name);
+    EXPECT_EQ(r.code(), grpc::StatusCode::INVALID_ARGUMENT) << "name: " << name;
+    EXPECT_THAT(r.status.error_message(), HasSubstr("component_name")) << name;
+    EXPECT_THAT(r.response.config(), Not(HasSubstr("666")));
+  }
+  EXPECT_EQ(CallAsNode("").status.error_message(), "component_name is required");
+  EXPECT_EQ(CallAsNode(std::string(64, 'a')).code(), grpc::StatusCode::NOT_FOUND);  // valid
+}
+
+TEST_F(ServiceE2eTest, UnknownComponentIsNotFound) {
+  Start();
+  GrpcReply r = CallAsNode("someOtherComponent");
+  EXPECT_EQ(r.code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(r.status.error_message(), "component \"someOtherComponent\" not found");
+}
+
+TEST_F(ServiceE2eTest, AnUnauthenticatedCallerLearnsNothingAboutTheStore) {
+  Start({"--allowed-subscriptions", "11111111-2222-3333-4444-555555555555"});
+  EXPECT_EQ(Call("../secret", std::nullopt).code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Call("nope", std::nullopt).code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(CallAsNode("nope").code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+// ---- Access log and metrics ----------------------------------------------------------------
+
+TEST_F(ServiceE2eTest, OneAccessLogLinePerCallWithIdentityAndNeverTheToken) {
+  Start();
+  std::string token = files_.Token();
+  ASSERT_TRUE(Call(kAksNodeControllerComponent, token).status.ok());
+  ASSERT_EQ(Call("nope", token).code(), grpc::StatusCode::NOT_FOUND);
+  ASSERT_EQ(Call(kAksNodeControllerComponent, "garbage!").code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+
+  std::vector<Json> lines = lps_->AccessLog();
+  ASSERT_EQ(lines.size(), 3u) << lps_->Stderr();
+  EXPECT_EQ(lines[0]["level"], "INFO");
+  EXPECT_EQ(lines[0]["vm_id"], kDefaultVmId);
+  EXPECT_EQ(lines[0]["subscription_id"], kDefaultSubscription);
+  EXPECT_EQ(lines[0]["component"], kAksNodeControllerComponent);
+  EXPECT_EQ(lines[0]["code"], "OK");
+  EXPECT_EQ(lines[0]["insecure_identity"], false);
+  EXPECT_TRUE(lines[0]["duration_us"].is_number_integer());
+  EXPECT_THAT(lines[0]["peer"].get<std::string>(), HasSubstr("127.0.0.1"));
+  EXPECT_EQ(lines[1]["code"], "NOT_FOUND");
+  EXPECT_EQ(lines[1]["component"], "nope");
+  EXPECT_EQ(lines[2]["code"], "UNAUTHENTICATED");
+  EXPECT_EQ(lines[2]["identity_failure"], "malformed");
+  EXPECT_EQ(lines[2]["vm_id"], "");
+  // Neither the token nor any recognisable part of it.
+  EXPECT_THAT(lps_->Stderr(), Not(HasSubstr(token.substr(0, 32))));
+  EXPECT_THAT(lps_->Stderr(), Not(HasSubstr(token.substr(token.size() / 2, 32))));
+  EXPECT_THAT(lps_->Stderr(), Not(HasSubstr("garbage!")));
+}
+
+TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
+  Start(kMetricsFlags);
+  ASSERT_NE(lps_->metrics_port(), 0);
+  std::string before = Metrics();
+  EXPECT_EQ(MetricValue(before, "lp_store_generation"), 1.0) << before;
+  EXPECT_EQ(MetricValue(before, "lp_store_last_reload_error"), 0.0);
+  EXPECT_EQ(MetricValue(before, "lp_identity_failures_total", {{"reason", "expired"}}), 0.0);
+
+  ASSERT_TRUE(CallAsNode().status.ok());
+  ASSERT_TRUE(CallAsNode().status.ok());
+  ASSERT_EQ(Call(kAksNodeControllerComponent, std::nullopt).code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_EQ(CallAsNode("nope").code(), grpc::StatusCode::NOT_FOUND);
+
+  std::string after = Metrics();
+  EXPECT_EQ(MetricValue(after, "lp_requests_total",
+                        {{"component", kAksNodeControllerComponent}, {"code", "OK"}}),
+            2.0)
+      << after;
+  // Names the store does not know never become label values.
+  EXPECT_EQ(
+      MetricValue(after, "lp_requests_total", {{"component", "unknown"}, {"code", "NOT_FOUND"}}),
+      1.0);
+  EXPECT_FALSE(MetricValue(after, "lp_requests_total", {{"component", "nope"}}).has_value());
+  EXPECT_EQ(MetricValue(after, "lp_requests_total", {{"code", "UNAUTHENTICATED"}}), 1.0);
+  EXPECT_EQ(MetricValue(after, "lp_identity_failures_total", {{"reason", "missing"}}), 1.0);
+  EXPECT_EQ(MetricValue(after, "lp_requests_by_subscription_total",
+                        {{"subscription", kDefaultSubscription}}),
+            3.0);
+  EXPECT_EQ(MetricValue(after, "lp_request_duration_seconds_count"), 4.0);
+}
+
+// ---- The store: reload, invalid files, ConfigMap volumes ------------------------------------
+
+TEST_F(ServiceE2eTest, AChangedFileIsServedWithinTwoSeconds) {
+  Start(kMetricsFlags);
+  ASSERT_EQ(ServedConfig(), kServedMap);
+  auto changed = std::chrono::steady_clock::now();
+  files_.WriteComponent(kAksNodeControllerComponent, kNextMap);
+  WaitFor([&] { return ServedConfig() == kNextMap; }, seconds(10));
+  auto took = std::chrono::steady_clock::now() - changed;
+  EXPECT_EQ(ServedConfig(), kNextMap);
+  EXPECT_LT(took, seconds(2));
+  EXPECT_EQ(MetricValue(Metrics(), "lp_store_generation"), 2.0);
+  // A new file is a new component.
+  files_.WriteComponent("otherComponent", R"({"anything":[1,2,3]})");
+  WaitFor([&] { return CallAsNode("otherComponent").status.ok(); }, seconds(10));
+  EXPECT_EQ(CallAsNode("otherComponent").response.config(), R"({"anything":[1,2,3]})");
+}
+
+TEST_F(ServiceE2eTest, AnInvalidFileIsKeptOutAndTheLastGoodConfigServed) {
+  Start(kMetricsFlags);
+  files_.WriteComponent(kAksNodeControllerComponent, R"({"hotfixes":{"202604.01":)");
+  files_.WriteComponent("brokenComponent", "not json");
+  WaitFor([&] { return MetricValue(Metrics(), "lp_store_last_reload_error") == 1.0; }, kGenerous);
+  std::string metrics = Metrics();
+  EXPECT_EQ(MetricValue(metrics, "lp_store_last_reload_error"), 1.0) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "lp_store_rejected_files"), 2.0);
+  EXPECT_EQ(ServedConfig(), kServedMap);
+  EXPECT_EQ(CallAsNode("brokenComponent").code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(lps_->Logged("component file refused; the component keeps its last good config"));
+  // Fixing the file brings it back and clears the error.
+  files_.WriteComponent(kAksNodeControllerComponent, kNextMap);
+  std::filesystem::remove(files_.components_dir() / "brokenComponent.json");
+  WaitFor([&] { return ServedConfig() == kNextMap; }, kGenerous);
+  EXPECT_EQ(ServedConfig(), kNextMap);
+  WaitFor([&] { return MetricValue(Metrics(), "lp_store_last_reload_error") == 0.0; }, kGenerous);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_store_last_reload_error"), 0.0);
+}
+
+// kubelet's ConfigMap volume: <key> -> ..data/<key>, ..data -> ..<timestamp>/, and an update
+// is a new timestamped folder plus an atomic rename of a new ..data symlink over the old one.
+class ConfigMapVolume {
+ public:
+  explicit ConfigMapVolume(std::filesystem::path root) : root_(std::move(root)) {
+    std::filesystem::create_directories(root_);
+  }
+  const std::filesystem::path& root() const { return root_; }
+
+  void Publish(const std::map<std::string, std::string>& data) {
+    std::string version = "..2026_12_02_15_00_00." + std::to_string(++versions_);
+    std::filesystem::create_directory(root_ / version);
+    for (const auto& [key, value] : data) {
+      std::ofstream(root_ / version / key) << value;
+      if (!std::filesystem::is_symlink(root_ / key)) {
+        std::filesystem::create_symlink(std::filesystem::path("..data") / key, root_ / key);
+      }
+    }
+    std::filesystem::create_directory_symlink(version, root_ / "..data_tmp");
+    std::filesystem::rename(root_ / "..data_tmp", root_ / "..data");
+    if (!previous_.empty()) std::filesystem::remove_all(root_ / previous_);
+    previous_ = version;
+  }
+
+ private:
+  std::filesystem::path root_;
+  int versions_ = 0;
+  std::string previous_;
+};
+
+TEST_F(ServiceE2eTest, FollowsAConfigMapDataSymlinkSwap) {
+  ConfigMapVolume volume(files_.dir().File("configmap"));
+  volume.Publish({{"aksNodeController.json", kServedMap}});
+  Start({}, volume.root());
+  ASSERT_EQ(ServedConfig(), kServedMap);
+  // Nothing but "..data"'s rename marks the update: no file the service saw was written.
+  auto swapped = std::chrono::steady_clock::now();
+  volume.Publish({{"aksNodeController.json", kNextMap}});
+  WaitFor([&] { return ServedConfig() == kNextMap; }, seconds(10));
+  EXPECT_EQ(ServedConfig(), kNextMap);
+  EXPECT_LT(std::chrono::steady_clock::now() - swapped, seconds(2));
+  // The "..<timestamp>" folders and "..data" are not components.
+  EXPECT_EQ(CallAsNode("..data").code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// ---- Process: drain, health, reflection, TLS ----------------------------------------------
+
+TEST_F(ServiceE2eTest, SigtermDrainsAnInFlightCallThenExitsZero) {
+  // Answers are held 3 s (the hidden test hook), so the call is in flight when SIGTERM lands.
+  Start({"--testing-response-delay-ms", "3000"});
+  RawCall slow(channel_, "/akslivepatching.v1.LivePatchingService/GetComponentConfig",
+               {{"authorization", files_.Token()}});
+  akslivepatching::v1::GetComponentConfigRequest request;
+  request.set_component_name(kAksNodeControllerComponent);
+  ASSERT_TRUE(slow.Start());
+  ASSERT_TRUE(slow.Send(request.SerializeAsString()));
+  // The access log line is written when the answer is decided, before the hold.
+  WaitFor([&] { return !lps_->AccessLog().empty(); }, kGenerous);
+  ASSERT_EQ(lps_->AccessLog().size(), 1u);
+  lps_->process().Signal(SIGTERM);
+
+  const std::string draining =
+      "draining: health NOT_SERVING, no new calls, in-flight calls may finish";
+  WaitFor([&] { return lps_->Logged(draining); }, kGenerous);
+  ASSERT_TRUE(lps_->Logged(draining));
+  // No new connections: the listener closes while the call is still open ...
+  WaitFor([&] { return !IsListening(lps_->port()); }, kGenerous);
+  EXPECT_FALSE(IsListening(lps_->port()));
+  // ... and health says NOT_SERVING on the plaintext port that kubelet probes.
+  EXPECT_EQ(HealthCheck(lps_->HealthChannel(), ""), 2);
+  EXPECT_TRUE(lps_->process().running());
+
+  std::optional<std::string> reply = slow.Receive();
+  grpc::Status status = slow.Finish();
+  ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+  ASSERT_TRUE(reply.has_value());
+  akslivepatching::v1::GetComponentConfigResponse response;
+  ASSERT_TRUE(response.ParseFromString(*reply));
+  EXPECT_EQ(response.config(), kServedMap);
+
+  ExitStatus exit = lps_->process().Wait(seconds(30));
+  EXPECT_TRUE(exit.success()) << exit.ToString();
+  EXPECT_TRUE(lps_->Logged("drained: every listener closed"));
+}
+
+TEST_F(ServiceE2eTest, ACallLongerThanTheGraceIsCancelledAndTheProcessStillExits) {
+  Start({"--testing-response-delay-ms", "20000", "--shutdown-grace-seconds", "1"});
+  RawCall slow(channel_, "/akslivepatching.v1.LivePatchingService/GetComponentConfig",
+               {{"authorization", files_.Token()}});
+  akslivepatching::v1::GetComponentConfigRequest request;
+  request.set_component_name(kAksNodeControllerComponent);
+  ASSERT_TRUE(slow.Start());
+  ASSERT_TRUE(slow.Send(request.SerializeAsString()));
+  WaitFor([&] { return !lps_->AccessLog().empty(); }, kGenerous);
+  lps_->process().Signal(SIGTERM);
+  slow.Receive();
+  EXPECT_FALSE(slow.Finish().ok());
+  ExitStatus exit = lps_->process().Wait(seconds(60));
+  EXPECT_TRUE(exit.success()) << exit.ToString();
+}
+
+TEST_F(ServiceE2eTest, SigtermWithNothingInFlightExitsPromptly) {
+  Start();
+  ASSERT_TRUE(CallAsNode().status.ok());
+  // Gone, as a node agent is after its call. (An idle libgrpc++ client that stays would hold
+  // the drain until its backup poller reads the GOAWAY, up to 5 s later.)
+  channel_.reset();
+  lps_->process().Signal(SIGTERM);
+  ExitStatus exit = lps_->process().Wait(seconds(30));
+  EXPECT_TRUE(exit.success()) << exit.ToString();
+  EXPECT_TRUE(lps_->Logged("drained: every listener closed"));
+}
+
+TEST_F(ServiceE2eTest, HealthIsServingOnTheTlsAndPlaintextPortsAndReflectionListsServices) {
+  Start();
+  auto tls = lps_->Channel(files_);
+  EXPECT_EQ(HealthCheck(tls, ""), 1);
+  EXPECT_EQ(HealthCheck(tls, kServiceName), 1);
+  ASSERT_NE(lps_->health_port(), 0);
+  EXPECT_EQ(HealthCheck(lps_->HealthChannel(), ""), 1);
+  EXPECT_EQ(HealthCheck(lps_->HealthChannel(), kServiceName), 1);
+  grpc::Status unknown;
+  EXPECT_FALSE(HealthCheck(tls, "no.such.Service", &unknown).has_value());
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+
+  std::string services = ReflectionListServices(tls);
+  EXPECT_THAT(services, HasSubstr(kServiceName));
+  EXPECT_THAT(services, HasSubstr("grpc.health.v1.Health"));
+  // The plaintext port serves health only: GetComponentConfig is not there.
+  auto plain = akslivepatching::v1::LivePatchingService::NewStub(lps_->HealthChannel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kGenerous);
+  akslivepatching::v1::GetComponentConfigRequest request;
+  akslivepatching::v1::GetComponentConfigResponse response;
+  EXPECT_EQ(plain->GetComponentConfig(&ctx, request, &response).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_F(ServiceE2eTest, SelectsH2FromTheNodesAlpnList) {
+  Start();
+  TlsClientOptions options;
+  options.port = lps_->port();
+  options.sni = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
+  options.alpn = {"aks-live-patching", "h2"};
+  options.ca_pem = files_.tls_ca().cert_pem();
+  options.verify_name = kLpsServerName;
+  TlsClientResult r = TlsHandshake(options);
+  ASSERT_TRUE(r.handshake_ok) << r.error;
+  EXPECT_EQ(r.selected_alpn, "h2");
+}
+
+TEST_F(ServiceE2eTest, ReReadsTheTlsCertificateWhenItsFileChanges) {
+  Start({"--tls-refresh-seconds", "1"});
+  TlsClientOptions options;
+  options.port = lps_->port();
+  options.alpn = {"aks-live-patching", "h2"};
+  options.ca_pem = files_.tls_ca().cert_pem();
+  options.verify_name = kLpsServerName;
+  std::string first = TlsHandshake(options).peer_common_name;
+
+  LeafOptions leaf;
+  leaf.common_name = "rotated-lps";
+  leaf.dns_names = {kLpsServerName};
+  leaf.ip_addresses = {"127.0.0.1"};
+  CertAndKey rotated = files_.tls_ca().IssueLeaf(leaf);
+  // Replace both files by rename, key first, as a Secret volume update lands.
+  std::filesystem::create_directories(files_.dir().File("rotated"));
+  PemPaths fresh = WritePemFiles(files_.dir().File("rotated"), "tls", rotated);
+  std::filesystem::rename(fresh.key, files_.tls().key);
+  std::filesystem::rename(fresh.cert, files_.tls().cert);
+
+  std::string now;
+  WaitFor([&] { return (now = TlsHandshake(options).peer_common_name) == "rotated-lps"; },
+          seconds(20));
+  EXPECT_NE(first, "rotated-lps");
+  EXPECT_EQ(now, "rotated-lps");
+  EXPECT_TRUE(CallAsNode().status.ok());
+}
+
+TEST_F(ServiceE2eTest, InsecureModeIsLoggedAtStartAndAcceptsAnyNonEmptyToken) {
+  std::vector<std::string> args = files_.Args({"--insecure-accept-any-token"});
+  // Without trust roots: the insecure mode is the alternative to them.
+  auto roots = std::find(args.begin(), args.end(), "--attestation-roots");
+  args.erase(roots, roots + 2);
+  lps_ = std::make_unique<ServiceProcess>(args);
+  channel_ = lps_->Channel(files_);
+  bool warned = false;
+  for (const auto& l : lps_->LogLines()) {
+    if (l["level"] == "WARN" && l["msg"].get<std::string>().find("INSECURE") == 0) warned = true;
+  }
+  EXPECT_TRUE(warned) << lps_->Stderr();
+  GrpcReply r = Call(kAksNodeControllerComponent, "anything at all");
+  EXPECT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(Call(kAksNodeControllerComponent, std::nullopt).code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_FALSE(lps_->AccessLog().empty());
+  EXPECT_EQ(lps_->AccessLog()[0]["insecure_identity"], true);
+  EXPECT_THAT(lps_->Stderr(), Not(HasSubstr("anything at all")));
+}
+
+// ---- Refusing to start ---------------------------------------------------------------------
+
+struct Refusal {
+  const char* name;
+  const char* flag;
+  // The value given to the flag; "<dir>" is replaced with the test's folder.
+  const char* value;
+  const char* says;
+};
+
+class RefusesToStartTest : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(RefusesToStartTest, WithAMessageNamingTheFlag) {
+  ServiceFiles files;
+  files.dir().Write("garbage.pem", "this is not PEM\n");
+  files.dir().Write("other.key", IssueLocalServerCert(files.tls_ca()).key_pem);
+  std::vector<std::string> args = files.Args();
+  std::string value = GetParam().value;
+  if (value.rfind("<dir>", 0) == 0) value = files.dir().path().string() + value.substr(5);
+  auto flag = std::find(args.begin(), args.end(), GetParam().flag);
+  ASSERT_NE(flag, args.end());
+  *(flag + 1) = value;
+
+  SpawnOptions spawn;
+  spawn.argv = args;
+  RunResult r = RunProcess(std::move(spawn), seconds(30));
+  EXPECT_EQ(r.status.exit_code, 1) << r.status.ToString() << "\n" << r.stderr_text;
+  std::vector<Json> lines = JsonLines(r.stderr_text);
+  ASSERT_FALSE(lines.empty()) << r.stderr_text;
+  EXPECT_EQ(lines.back()["msg"], "refusing to start");
+  std::string error = lines.back().value("error", "");
+  EXPECT_THAT(error, HasSubstr(GetParam().flag));
+  EXPECT_THAT(error, HasSubstr(GetParam().says));
+  EXPECT_THAT(r.stderr_text, Not(HasSubstr("live-patching-service serving")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    LiveService, RefusesToStartTest,
+    ::testing::Values(
+        Refusal{"MissingCert", "--tls-cert", "<dir>/nope.crt", "No such file or directory"},
+        Refusal{"CertIsAFolder", "--tls-cert", "<dir>", "Is a directory"},
+        Refusal{"CertIsNotPem", "--tls-cert", "<dir>/garbage.pem", "no PEM certificate"},
+        Refusal{"MissingKey", "--tls-key", "<dir>/nope.key", "No such file or directory"},
+        Refusal{"KeyOfAnotherCert", "--tls-key", "<dir>/other.key", "does not match"},
+        Refusal{"MissingRoots", "--attestation-roots", "<dir>/nope.pem",
+                "No such file or directory"},
+        Refusal{"RootsNotPem", "--attestation-roots", "<dir>/garbage.pem", "no PEM certificate"},
+        Refusal{"MissingStore", "--components-dir", "<dir>/no-such-folder", "no-such-folder"},
+        Refusal{"StoreIsAFile", "--components-dir", "<dir>/garbage.pem", "garbage.pem"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(LiveServiceCliTest, RequiresTrustRootsUnlessInsecureModeIsExplicit) {
+  ServiceFiles files;
+  std::vector<std::string> args = files.Args();
+  auto roots = std::find(args.begin(), args.end(), "--attestation-roots");
+  args.erase(roots, roots + 2);
+  SpawnOptions spawn;
+  spawn.argv = args;
+  RunResult r = RunProcess(std::move(spawn), seconds(30));
+  EXPECT_EQ(r.status.exit_code, 2) << r.stderr_text;
+  EXPECT_THAT(r.stderr_text, HasSubstr("--attestation-roots is required"));
+}
+
+TEST(LiveServiceCliTest, HelpListsEveryFlag) {
+  SpawnOptions spawn;
+  spawn.argv = {BinDir() + "/live-patching-service", "--help"};
+  RunResult r = RunProcess(std::move(spawn), seconds(10));
+  EXPECT_TRUE(r.status.success()) << r.status.ToString();
+  for (const char* flag :
+       {"--listen", "--tls-cert", "--tls-key", "--components-dir", "--attestation-roots",
+        "--attestation-signer-name", "--allowed-subscriptions", "--rate-limit-per-node",
+        "--metrics-listen", "--health-listen", "--insecure-accept-any-token",
+        "--tls-refresh-seconds", "--shutdown-grace-seconds"}) {
+    EXPECT_THAT(r.stdout_text, HasSubstr(flag));
+  }
+}
+
+TEST(LiveServiceCliTest, ABadRateIsAUsageError) {
+  ServiceFiles files;
+  SpawnOptions spawn;
+  spawn.argv = files.Args({"--rate-limit-per-node", "fast"});
+  RunResult r = RunProcess(std::move(spawn), seconds(30));
+  EXPECT_EQ(r.status.exit_code, 2);
+  EXPECT_THAT(r.stderr_text, HasSubstr("want N/s"));
+}
+
+// ---- In process: the one code the real store cannot produce on demand ----------------------
+
+// A store that has not loaded yet (DirectoryStore loads before Start returns, so the binary
+// never shows this window; the service must still answer it properly).
+class NotLoadedStore : public service::ComponentStore {
+ public:
+  std::shared_ptr<const service::StoreSnapshot> Current() const override { return nullptr; }
+};
+
+TEST(LivePatchingServiceInProcessTest, StoreNotLoadedYetIsUnavailable) {
+  NotLoadedStore store;
+  auto auth = service::NewInsecureAnyTokenAuthenticator();
+  auto metrics = service::NewNoopMetrics();
+  service::LivePatchingServiceOptions options;
+  options.authenticator = auth.get();
+  options.store = &store;
+  options.metrics = metrics.get();
+  options.access_log = &NullLogger();
+  service::LivePatchingServiceImpl impl(options);
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&impl);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  auto channel = grpc::CreateChannel(LoopbackAddress(static_cast<uint16_t>(port)),
+                                     grpc::InsecureChannelCredentials());
+  GrpcReply r = CallGetComponentConfig(channel, kAksNodeControllerComponent, "token");
+  EXPECT_EQ(r.code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(r.status.error_message(), "the component store is not loaded yet; retry later");
+  // Name checks come first: a bad name is still the caller's error, not ours.
+  EXPECT_EQ(CallGetComponentConfig(channel, "../x", "token").code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  server->Shutdown();
+}
+
+// ---- hotfix-agent check-hotfix, the way a node runs it -------------------------------------
+
+constexpr char kFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
+
+std::string Base64(const std::string& raw) {
+  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(raw.data()),
+                          static_cast<int>(raw.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+//   hotfix-agent --TLS--> HAProxy (deploy/haproxy/haproxy.cfg) --ALPN--> live-patching-service
+//        `--HTTP--> ImdsStandin                        `--else--> TlsPeer "apiserver"
+class CheckHotfixThroughHaproxyTest : public ServiceE2eTest {
+ protected:
+  CheckHotfixThroughHaproxyTest() {
+    TlsPeerOptions api;
+    api.mode = TlsPeerMode::kSelectH2Silent;
+    api.cert = IssueLocalServerCert(files_.tls_ca(), {kFqdn});
+    apiserver_ = std::make_unique<TlsPeer>(std::move(api));
+    Json config = {{"version", "v1"},
+                   {"api_server_config", {{"api_server_name", kFqdn}}},
+                   {"kubernetes_ca_cert", Base64(files_.tls_ca().cert_pem())}};
+    node_.Write("config.json", config.dump());
+  }
+
+  void StartProxy() {
+    HaproxyOptions options;
+    options.service_addr = LoopbackAddress(lps_->port());
+    options.apiserver_addr = LoopbackAddress(apiserver_->port());
+    proxy_ = std::make_unique<Haproxy>(std::move(options));
+  }
+
+  // Runs check-hotfix and returns its one event's message.
+  std::string RunAgent(const ImdsStandin& imds) {
+    SpawnOptions spawn;
+    spawn.argv = {BinDir() + "/hotfix-agent",
+                  "check-hotfix",
+                  "--node-config",
+                  node_.File("config.json").string(),
+                  "--nbc-cmd",
+                  node_.File("nbc-cmd.sh").string(),
+                  "--hotfix-pointer",
+                  node_.File("hotfix.json").string(),
+                  "--imds-url",
+                  imds.document_url(),
+                  "--connect-to",
+                  proxy_->frontend_address(),
+                  "--events-dir",
+                  node_.File("events").string(),
+                  "--log-file",
+                  node_.File("agent.log").string(),
+                  "--current-version",
+                  "202604.01.0"};
+    spawn.unset_env = {"HTTPS_PROXY", "https_proxy", "NO_PROXY",
+                       "no_proxy",    "ALL_PROXY",   "all_proxy"};
+    RunResult r = RunProcess(std::move(spawn), seconds(60));
+    EXPECT_TRUE(r.status.success()) << r.status.ToString() << r.stderr_text;
+    std::vector<Json> events;
+    if (std::filesystem::exists(node_.File("events"))) {
+      for (const auto& e : std::filesystem::directory_iterator(node_.File("events"))) {
+        events.push_back(Json::parse(std::ifstream(e.path())));
+      }
+    }
+    if (events.size() != 1) {
+      ADD_FAILURE() << "expected one event; agent stderr:\n"
+                    << r.stderr_text << "\nHAProxy:\n"
+                    << proxy_->Log();
+      return "";
+    }
+    return events[0]["Message"].get<std::string>();
+  }
+
+  TempDir node_{"lp-node"};
+  std::unique_ptr<TlsPeer> apiserver_;
+  std::unique_ptr<Haproxy> proxy_;
+};
+
+TEST_F(CheckHotfixThroughHaproxyTest, AnAttestedNodeStagesTheServedPointer) {
+  Start();
+  StartProxy();
+  node_.Write("hotfix.json", R"({"version":"202604.01.2","scripts_version":"202604.01.1"})");
+  ImdsStandinOptions options;
+  options.signer = files_.signer();  // chains to --attestation-roots
+  ImdsStandin imds(std::move(options));
+
+  EXPECT_THAT(RunAgent(imds), HasSubstr("check-hotfix outcome=lpsRead"));
+  EXPECT_EQ(Json::parse(node_.Read("hotfix.json")),
+            Json::parse(R"({"version":"202604.01.2","scripts_version":"202604.01.1",)"
+                        R"("hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}})"));
+  std::vector<Json> access = lps_->AccessLog();
+  ASSERT_EQ(access.size(), 1u);
+  EXPECT_EQ(access[0]["code"], "OK");
+  EXPECT_EQ(access[0]["vm_id"], kDefaultVmId);
+  EXPECT_EQ(apiserver_->accepted_count(), 0u);
+  // The document the node sent is not in the service's output.
+  ASSERT_EQ(imds.served_signatures().size(), 1u);
+  EXPECT_THAT(lps_->Stderr(), Not(HasSubstr(imds.served_signatures()[0].substr(0, 40))));
+}
+
+TEST_F(CheckHotfixThroughHaproxyTest, AForeignSignedNodeGetsNoHotfixAvailable) {
+  Start();
+  StartProxy();
+  ImdsStandin imds;  // its own generated root, which the service does not trust
+
+  std::string message = RunAgent(imds);
+  EXPECT_THAT(message, HasSubstr("check-hotfix outcome=noHotfixAvailable"));
+  EXPECT_FALSE(std::filesystem::exists(node_.File("hotfix.json")));
+  std::vector<Json> access = lps_->AccessLog();
+  ASSERT_EQ(access.size(), 1u);
+  EXPECT_EQ(access[0]["code"], "UNAUTHENTICATED");
+  EXPECT_EQ(access[0]["identity_failure"], "untrusted_signer");
+}
+
+}  // namespace
+}  // namespace hotfix::testsupport
