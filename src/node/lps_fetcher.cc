@@ -84,11 +84,16 @@ class GrpcLpsFetcher : public LpsFetcher {
                                              {"alpn", kAlpnLivePatching},
                                              {"component", options_.component}});
     auto stream = wire::DialTls(*dial, dial_deadline);
+    // Report what failed first: a dial cancelled for want of a token is IMDS's failure; an
+    // IMDS request cancelled because the dial failed is the dial's.
+    const bool imds_failed_first = token_failed;
     if (!stream.ok()) tokens_.Cancel();
     StatusOr<Secret> token = token_future.get();
     imds.join();
+    if (!stream.ok() && !imds_failed_first) {
+      return LocalError(stream.status().Annotate("dialing LPS gRPC"));
+    }
     if (!token.ok()) return LocalError(token.status());
-    if (!stream.ok()) return LocalError(stream.status().Annotate("dialing LPS gRPC"));
 
     return Call(**stream, ApiServerHost(target->api_server_name), *token, call_deadline);
   }
@@ -99,8 +104,8 @@ class GrpcLpsFetcher : public LpsFetcher {
       return Status::InvalidArgument(
           "cluster CA unavailable from provision-config; refusing to fetch over unverified TLS");
     }
-    auto ca = wire::ValidateCaPem(target.ca_pem);
-    if (!ca.ok()) return ca.status();
+    // The CA is parsed by the dial, off the critical path (OpenSSL's first use costs
+    // milliseconds); a CA without certificates fails it before any byte is sent.
 
     wire::TlsDialOptions dial;
     const std::string host = ApiServerHost(target.api_server_name);

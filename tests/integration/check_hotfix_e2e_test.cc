@@ -432,6 +432,15 @@ TEST_F(CheckHotfixE2eTest, AMissingCaFailsFastWithoutAskingImds) {
   EXPECT_EQ(lps_.call_count(), 0u);
 }
 
+TEST_F(CheckHotfixE2eTest, ACaWithoutCertificatesFailsBeforeAnythingIsSent) {
+  WriteNodeConfig("this is not PEM");
+  AgentRun run = Run();
+  ExpectFailOpen(run, "failed");
+  EXPECT_THAT(ErrorOf(run), HasSubstr("failed to parse cluster CA PEM"));
+  EXPECT_EQ(tap_.connection_count(), 0u);
+  EXPECT_EQ(lps_.call_count(), 0u);
+}
+
 TEST_F(CheckHotfixE2eTest, NeitherBootstrapFileFails) {
   std::filesystem::remove(dir_.File("config.json"));
   AgentRun run = Run();
