@@ -6,7 +6,6 @@
 //                                                       |-- components dir (inotify)
 //                                                       |-- :metrics (Prometheus text)
 //                                                       `-- :health (plaintext gRPC health)
-#include <openssl/evp.h>
 #include <signal.h>
 
 #include <filesystem>
@@ -617,17 +616,6 @@ TEST(LivePatchingServiceInProcessTest, StoreNotLoadedYetIsUnavailable) {
 
 // ---- hotfix-agent check-hotfix, the way a node runs it -------------------------------------
 
-constexpr char kFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
-
-std::string Base64(const std::string& raw) {
-  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(raw.data()),
-                          static_cast<int>(raw.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 //   hotfix-agent --TLS--> HAProxy (deploy/haproxy/haproxy.cfg) --ALPN--> live-patching-service
 //        `--HTTP--> ImdsStandin                        `--else--> TlsPeer "apiserver"
 class CheckHotfixThroughHaproxyTest : public ServiceE2eTest {
@@ -635,12 +623,8 @@ class CheckHotfixThroughHaproxyTest : public ServiceE2eTest {
   CheckHotfixThroughHaproxyTest() {
     TlsPeerOptions api;
     api.mode = TlsPeerMode::kSelectH2Silent;
-    api.cert = IssueLocalServerCert(files_.tls_ca(), {kFqdn});
+    api.cert = IssueLocalServerCert(files_.tls_ca(), {kApiserverFqdn});
     apiserver_ = std::make_unique<TlsPeer>(std::move(api));
-    Json config = {{"version", "v1"},
-                   {"api_server_config", {{"api_server_name", kFqdn}}},
-                   {"kubernetes_ca_cert", Base64(files_.tls_ca().cert_pem())}};
-    node_.Write("config.json", config.dump());
   }
 
   void StartProxy() {
@@ -650,47 +634,19 @@ class CheckHotfixThroughHaproxyTest : public ServiceE2eTest {
     proxy_ = std::make_unique<Haproxy>(std::move(options));
   }
 
-  // Runs check-hotfix and returns its one event's message.
+  // Runs check-hotfix through the proxy and returns its one event's message.
   std::string RunAgent(const ImdsStandin& imds) {
-    SpawnOptions spawn;
-    spawn.argv = {BinDir() + "/hotfix-agent",
-                  "check-hotfix",
-                  "--node-config",
-                  node_.File("config.json").string(),
-                  "--nbc-cmd",
-                  node_.File("nbc-cmd.sh").string(),
-                  "--hotfix-pointer",
-                  node_.File("hotfix.json").string(),
-                  "--imds-url",
-                  imds.document_url(),
-                  "--connect-to",
-                  proxy_->frontend_address(),
-                  "--events-dir",
-                  node_.File("events").string(),
-                  "--log-file",
-                  node_.File("agent.log").string(),
-                  "--current-version",
-                  "202604.01.0"};
-    spawn.unset_env = {"HTTPS_PROXY", "https_proxy", "NO_PROXY",
-                       "no_proxy",    "ALL_PROXY",   "all_proxy"};
-    RunResult r = RunProcess(std::move(spawn), seconds(60));
-    EXPECT_TRUE(r.status.success()) << r.status.ToString() << r.stderr_text;
-    std::vector<Json> events;
-    if (std::filesystem::exists(node_.File("events"))) {
-      for (const auto& e : std::filesystem::directory_iterator(node_.File("events"))) {
-        events.push_back(Json::parse(std::ifstream(e.path())));
-      }
-    }
-    if (events.size() != 1) {
+    AgentRun run = node_.CheckHotfix(imds.document_url(), proxy_->frontend_address());
+    EXPECT_TRUE(run.result.status.success()) << run.result.status.ToString();
+    if (run.events.size() != 1) {
       ADD_FAILURE() << "expected one event; agent stderr:\n"
-                    << r.stderr_text << "\nHAProxy:\n"
+                    << run.result.stderr_text << "\nHAProxy:\n"
                     << proxy_->Log();
-      return "";
     }
-    return events[0]["Message"].get<std::string>();
+    return run.Message();
   }
 
-  TempDir node_{"lp-node"};
+  NodeAgent node_{files_.tls_ca()};
   std::unique_ptr<TlsPeer> apiserver_;
   std::unique_ptr<Haproxy> proxy_;
 };
@@ -698,13 +654,13 @@ class CheckHotfixThroughHaproxyTest : public ServiceE2eTest {
 TEST_F(CheckHotfixThroughHaproxyTest, AnAttestedNodeStagesTheServedPointer) {
   Start();
   StartProxy();
-  node_.Write("hotfix.json", R"({"version":"202604.01.2","scripts_version":"202604.01.1"})");
+  node_.dir().Write("hotfix.json", R"({"version":"202604.01.2","scripts_version":"202604.01.1"})");
   ImdsStandinOptions options;
   options.signer = files_.signer();  // chains to --attestation-roots
   ImdsStandin imds(std::move(options));
 
   EXPECT_THAT(RunAgent(imds), HasSubstr("check-hotfix outcome=lpsRead"));
-  EXPECT_EQ(Json::parse(node_.Read("hotfix.json")),
+  EXPECT_EQ(Json::parse(node_.dir().Read("hotfix.json")),
             Json::parse(R"({"version":"202604.01.2","scripts_version":"202604.01.1",)"
                         R"("hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}})"));
   std::vector<Json> access = lps_->AccessLog();
@@ -724,7 +680,7 @@ TEST_F(CheckHotfixThroughHaproxyTest, AForeignSignedNodeGetsNoHotfixAvailable) {
 
   std::string message = RunAgent(imds);
   EXPECT_THAT(message, HasSubstr("check-hotfix outcome=noHotfixAvailable"));
-  EXPECT_FALSE(std::filesystem::exists(node_.File("hotfix.json")));
+  EXPECT_FALSE(std::filesystem::exists(node_.pointer()));
   std::vector<Json> access = lps_->AccessLog();
   ASSERT_EQ(access.size(), 1u);
   EXPECT_EQ(access[0]["code"], "UNAUTHENTICATED");

@@ -12,6 +12,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
+#include <openssl/evp.h>
 
 #include <chrono>
 #include <filesystem>
@@ -222,6 +223,78 @@ inline GrpcReply CallGetComponentConfig(const std::shared_ptr<grpc::Channel>& ch
   reply.status = stub->GetComponentConfig(&ctx, request, &reply.response);
   return reply;
 }
+
+// ---- A node: its bootstrap files and hotfix-agent check-hotfix runs -----------------------
+
+inline constexpr char kApiserverFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
+
+inline std::string Base64(const std::string& raw) {
+  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(raw.data()),
+                          static_cast<int>(raw.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+struct AgentRun {
+  RunResult result;
+  std::vector<nlohmann::json> events;
+  // The one event's message ("check-hotfix outcome=... | ..."), "" if there is not exactly one.
+  std::string Message() const {
+    return events.size() == 1 ? events[0].value("Message", "") : std::string();
+  }
+};
+
+// The real hotfix-agent as a node runs it: AKSNodeConfig naming the apiserver and the
+// cluster CA, the pointer, events and log under a temp folder.
+class NodeAgent {
+ public:
+  explicit NodeAgent(const TestCa& cluster_ca) {
+    nlohmann::json config = {{"version", "v1"},
+                             {"api_server_config", {{"api_server_name", kApiserverFqdn}}},
+                             {"kubernetes_ca_cert", Base64(cluster_ca.cert_pem())}};
+    dir_.Write("config.json", config.dump());
+  }
+  const TempDir& dir() const { return dir_; }
+  std::filesystem::path pointer() const { return dir_.File("hotfix.json"); }
+
+  AgentRun CheckHotfix(const std::string& imds_url, const std::string& connect_to) const {
+    SpawnOptions spawn;
+    spawn.argv = {BinDir() + "/hotfix-agent",
+                  "check-hotfix",
+                  "--node-config",
+                  dir_.File("config.json").string(),
+                  "--nbc-cmd",
+                  dir_.File("nbc-cmd.sh").string(),
+                  "--hotfix-pointer",
+                  pointer().string(),
+                  "--imds-url",
+                  imds_url,
+                  "--connect-to",
+                  connect_to,
+                  "--events-dir",
+                  dir_.File("events").string(),
+                  "--log-file",
+                  dir_.File("agent.log").string(),
+                  "--current-version",
+                  "202604.01.0"};
+    spawn.unset_env = {"HTTPS_PROXY", "https_proxy", "NO_PROXY",  "no_proxy",
+                       "HTTP_PROXY",  "http_proxy",  "ALL_PROXY", "all_proxy"};
+    std::filesystem::remove_all(dir_.File("events"));
+    AgentRun run;
+    run.result = RunProcess(std::move(spawn), std::chrono::seconds(60));
+    if (std::filesystem::exists(dir_.File("events"))) {
+      for (const auto& e : std::filesystem::directory_iterator(dir_.File("events"))) {
+        run.events.push_back(nlohmann::json::parse(std::ifstream(e.path())));
+      }
+    }
+    return run;
+  }
+
+ private:
+  TempDir dir_{"lp-node"};
+};
 
 // ---- Raw protobuf for the two standard services whose generated code Debian does not ship --
 
