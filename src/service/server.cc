@@ -1,5 +1,6 @@
 #include "service/server.h"
 
+#include <grpc/support/log.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "common/file_util.h"
@@ -34,6 +36,9 @@ constexpr int kMaxRequestBytes = 16 * 1024;
 constexpr int kMaxMetadataBytes = 80 * 1024;
 // Nodes make one call per boot; an idle connection is not worth a slot for long.
 constexpr int kMaxConnectionIdleMs = 5 * 60 * 1000;
+// gRPC binds with SO_REUSEPORT by default, so a second server on a busy port starts "fine" and
+// the kernel splits connections between the two (a stale instance keeps answering with its
+// old certificate and store). Every listener here turns it off: a busy port is a refusal.
 
 template <auto Fn>
 struct Free {
@@ -138,6 +143,24 @@ std::shared_ptr<grpc::ServerCredentials> TlsCredentials(const ServerConfig& conf
   grpc::experimental::TlsServerCredentialsOptions options(provider);
   options.watch_identity_key_cert_pairs();
   return grpc::experimental::TlsServerCredentials(options);
+}
+
+// gRPC's own messages, as JSON lines through the service's logger instead of gpr's format.
+std::atomic<Logger*> g_grpc_log{nullptr};
+
+void GrpcLogToJson(gpr_log_func_args* args) {
+  // Nodes send the apiserver's FQDN as SNI by design (the proxy routes on ALPN, and the
+  // certificate is checked against the pinned service name), so gRPC's "No match found for
+  // server name" would be logged as an error for every node. Expected: dropped.
+  if (std::strstr(args->message, "No match found for server name") != nullptr) return;
+  Logger* log = g_grpc_log.load();
+  if (log == nullptr) return;
+  LogLevel level = args->severity == GPR_LOG_SEVERITY_ERROR  ? LogLevel::kError
+                   : args->severity == GPR_LOG_SEVERITY_INFO ? LogLevel::kInfo
+                                                             : LogLevel::kDebug;
+  log->Log(level, "grpc",
+           {{"message", args->message},
+            {"source", std::string(args->file) + ":" + std::to_string(args->line)}});
 }
 
 std::string FormatRate(double rate) {
@@ -256,6 +279,7 @@ Status Server::Impl::StartGrpc() {
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxMetadataBytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, kMaxConnectionIdleMs);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return Status::Unavailable("--listen " + config.listen +
@@ -272,6 +296,7 @@ Status Server::Impl::StartHealthPort() {
   if (config.health_listen.empty()) return Status::Ok();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.health_listen, grpc::InsecureServerCredentials(), &health_port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || health_port == 0) {
     return Status::Unavailable("--health-listen " + config.health_listen +
@@ -348,7 +373,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   }
   impl->service = std::make_unique<LivePatchingServiceImpl>(std::move(options));
 
-  // Both process-wide switches, read by every ServerBuilder made after them.
+  // Process-wide switches, read by every ServerBuilder made after them.
+  g_grpc_log = log;
+  gpr_set_log_function(GrpcLogToJson);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   if (Status st = impl->StartGrpc(); !st.ok()) return st;
@@ -380,7 +407,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Server::~Server() { Drain(); }
+Server::~Server() {
+  Drain();
+  g_grpc_log = nullptr;  // gRPC may still log while it tears down; the logger may be gone
+}
 
 uint16_t Server::port() const { return static_cast<uint16_t>(impl_->port); }
 uint16_t Server::health_port() const { return static_cast<uint16_t>(impl_->health_port); }

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -542,6 +543,18 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"StoreIsAFile", "--components-dir", "<dir>/garbage.pem", "garbage.pem"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
+TEST_F(ServiceE2eTest, ASecondInstanceOnABusyPortIsRefusedNotSharingIt) {
+  Start();
+  std::vector<std::string> args = files_.Args();
+  *(std::find(args.begin(), args.end(), "--listen") + 1) = LoopbackAddress(lps_->port());
+  SpawnOptions spawn;
+  spawn.argv = args;
+  RunResult r = RunProcess(std::move(spawn), seconds(30));
+  EXPECT_EQ(r.status.exit_code, 1) << r.stderr_text;
+  EXPECT_THAT(r.stderr_text, HasSubstr("cannot listen there"));
+  EXPECT_TRUE(CallAsNode().status.ok());
+}
+
 TEST(LiveServiceCliTest, RequiresTrustRootsUnlessInsecureModeIsExplicit) {
   ServiceFiles files;
   std::vector<std::string> args = files.Args();
@@ -668,6 +681,11 @@ TEST_F(CheckHotfixThroughHaproxyTest, AnAttestedNodeStagesTheServedPointer) {
   EXPECT_EQ(access[0]["code"], "OK");
   EXPECT_EQ(access[0]["vm_id"], kDefaultVmId);
   EXPECT_EQ(apiserver_->accepted_count(), 0u);
+  // Every line the service wrote is JSON (gRPC's own messages included).
+  std::istringstream lines(lps_->Stderr());
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_TRUE(Json::accept(line)) << line;
+  }
   // The document the node sent is not in the service's output.
   ASSERT_EQ(imds.served_signatures().size(), 1u);
   EXPECT_THAT(lps_->Stderr(), Not(HasSubstr(imds.served_signatures()[0].substr(0, 40))));
