@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The local end-to-end demo: a live-patching service, the ALPN-routing proxy in front of an
-# "apiserver", an IMDS stand-in, and check-hotfix staging the pointer, all on loopback.
-#   scripts/demo.sh            (ports: DEMO_PROXY_PORT=8443 DEMO_LPS_PORT=50051 ...)
+# The local end-to-end demo: live-patching-service, the ALPN-routing proxy in front of an
+# "apiserver", an IMDS stand-in whose signer the service trusts, and check-hotfix staging the
+# pointer, all on loopback.
+#   scripts/demo.sh   (ports: DEMO_PROXY_PORT=8443 DEMO_LPS_PORT=50051 DEMO_METRICS_PORT=19090
+#                      DEMO_APISERVER_PORT=16443 DEMO_IMDS_PORT=18080 DEMO_FOREIGN_IMDS_PORT=18081)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -10,18 +12,20 @@ scripts/install-deps.sh
 build=${BUILD_DIR:-build/release}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTFIX_AGENT_VERSION=202604.01.0 \
   >/dev/null
-ninja -C "$build" hotfix-agent lps-dev-server imds-standin >/dev/null
+ninja -C "$build" hotfix-agent live-patching-service imds-standin >/dev/null
 bin=$root/$build/bin
 
 proxy_port=${DEMO_PROXY_PORT:-8443}
 lps_port=${DEMO_LPS_PORT:-50051}
+metrics_port=${DEMO_METRICS_PORT:-19090}
 api_port=${DEMO_APISERVER_PORT:-16443}
 imds_port=${DEMO_IMDS_PORT:-18080}
+foreign_imds_port=${DEMO_FOREIGN_IMDS_PORT:-18081}
 fqdn=demo-aks-dns-12345678.hcp.eastus.azmk8s.io
 lps_name=aks-security-patch.data.mcr.microsoft.com
 
 work=$root/.demo
-rm -rf "$work" && mkdir -p "$work/etc" "$work/events" "$work/opt"
+rm -rf "$work" && mkdir -p "$work/etc/components" "$work/events" "$work/opt"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -31,6 +35,15 @@ wait_port() {  # by the listen table, so that probes do not show up as connectio
   for _ in $(seq 100); do [[ -n "$(ss -Hltn "sport = :$1")" ]] && return 0; sleep 0.1; done
   echo "nothing listens on $1" >&2; exit 1
 }
+
+# A stale process on one of these ports would answer instead of the demo's (and some servers
+# share a port silently with SO_REUSEPORT): refuse to start rather than demo the wrong thing.
+for p in "$proxy_port" "$lps_port" "$metrics_port" "$api_port" "$imds_port" "$foreign_imds_port"; do
+  if [[ -n "$(ss -Hltn "sport = :$p")" ]]; then
+    echo "port $p is already in use; pick others with DEMO_*_PORT (see the top of $0)" >&2
+    exit 1
+  fi
+done
 
 step "cluster CA and certificates (OpenSSL)"
 cd "$work/etc"
@@ -59,19 +72,27 @@ JSON
 sed 's/"kubernetes_ca_cert": "\(.\{24\}\).*"/"kubernetes_ca_cert": "\1..."/' \
   "$work/opt/aks-node-controller-config.json"
 
-step "live-patching service (libgrpc++) serving aksNodeController's hotfix map"
-printf '{"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}}' >"$work/etc/aksNodeController.json"
-cat "$work/etc/aksNodeController.json"; echo
-"$bin/lps-dev-server" --listen "127.0.0.1:$lps_port" --tls-cert "$work/etc/lps.pem" \
-  --tls-key "$work/etc/lps.key" --config-file "$work/etc/aksNodeController.json" \
-  >"$work/lps.log" 2>&1 &
+step "IMDS stand-in: signs attested documents under its own root (the service will trust it)"
+"$bin/imds-standin" --listen "127.0.0.1:$imds_port" --write-signer-ca "$work/etc/imds-root.pem" \
+  >"$work/imds.log" 2>&1 &
+pids+=($!)
+wait_port "$imds_port"
+for _ in $(seq 100); do [[ -s "$work/etc/imds-root.pem" ]] && break; sleep 0.1; done  # written after bind
+echo "signer root: $work/etc/imds-root.pem ($(openssl x509 -in "$work/etc/imds-root.pem" -noout -subject))"
+
+step "live-patching-service serving the component store $work/etc/components"
+printf '{"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}}' \
+  >"$work/etc/components/aksNodeController.json"
+echo "aksNodeController.json: $(cat "$work/etc/components/aksNodeController.json")"
+"$bin/live-patching-service" --listen "127.0.0.1:$lps_port" \
+  --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
+  --components-dir "$work/etc/components" --attestation-roots "$work/etc/imds-root.pem" \
+  --metrics-listen "127.0.0.1:$metrics_port" >"$work/lps.log" 2>&1 &
 pids+=($!)
 
-step "apiserver stand-in (openssl s_server) and IMDS stand-in"
+step "apiserver stand-in (openssl s_server)"
 openssl s_server -quiet -accept "$api_port" -cert "$work/etc/apiserver.pem" \
   -key "$work/etc/apiserver.key" -alpn h2,http/1.1 -www >"$work/apiserver.log" 2>&1 &
-pids+=($!)
-"$bin/imds-standin" --listen "127.0.0.1:$imds_port" >"$work/imds.log" 2>&1 &
 pids+=($!)
 
 step "kube-api-proxy stand-in: HAProxy routing on ALPN (deploy/haproxy/haproxy.cfg)"
@@ -79,7 +100,7 @@ LP_FRONTEND_BIND="127.0.0.1:$proxy_port" LP_SERVICE_ADDR="127.0.0.1:$lps_port" \
   LP_APISERVER_ADDR="127.0.0.1:$api_port" \
   haproxy -db -f deploy/haproxy/haproxy.cfg >"$work/haproxy.log" 2>&1 &
 pids+=($!)
-for p in "$lps_port" "$api_port" "$imds_port" "$proxy_port"; do wait_port "$p"; done
+for p in "$lps_port" "$api_port" "$proxy_port"; do wait_port "$p"; done
 echo "proxy 127.0.0.1:$proxy_port -> ALPN aks-live-patching: 127.0.0.1:$lps_port, else: 127.0.0.1:$api_port"
 
 step "hotfix-agent check-hotfix (SNI $fqdn, ALPN aks-live-patching,h2, cert pinned to $lps_name)"
@@ -102,6 +123,24 @@ step "the guest-agent event"
 cat "$work"/events/*.json; echo
 step "the agent's log lines"
 cat "$work/aks-node-controller.log"
+step "the service's log: start-up, then one access-log line per call (identity, never the token)"
+cat "$work/lps.log"
+step "the service's metrics (Prometheus, 127.0.0.1:$metrics_port/metrics)"
+metrics() {  # bash's /dev/tcp: no HTTP client needed
+  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+  printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+  cat <&3
+  exec 3<&-
+}
+metrics | grep -E '^lp_(requests_total|identity_failures_total|store_generation)' | grep -v ' 0$' || true
+
+step "a node whose attested document no trusted root signed: UNAUTHENTICATED -> noHotfixAvailable"
+"$bin/imds-standin" --listen "127.0.0.1:$foreign_imds_port" >"$work/imds-foreign.log" 2>&1 &
+pids+=($!)
+wait_port "$foreign_imds_port"
+foreign_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$foreign_imds_port}")
+"$bin/hotfix-agent" "${foreign_args[@]}" --dry-run 2>/dev/null
+tail -n 1 "$work/lps.log"
 step "a client offering only h2 (kubectl, say) reaches the apiserver, not the service"
 openssl s_client -connect "127.0.0.1:$proxy_port" -servername "$fqdn" -alpn h2 \
   -CAfile "$work/etc/ca.pem" </dev/null 2>/dev/null | grep -E "^subject=|ALPN protocol" || true
