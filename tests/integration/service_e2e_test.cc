@@ -337,6 +337,29 @@ TEST_F(ServiceE2eTest, FollowsAConfigMapDataSymlinkSwap) {
   EXPECT_EQ(CallAsNode("..data").code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+TEST_F(ServiceE2eTest, ReplicasOnTheSameStoreGiveTheSameAnswers) {
+  Start();
+  ServiceProcess replica(files_.Args());
+  auto second = replica.Channel(files_);
+  std::string token = files_.Token();
+  for (const std::string& component :
+       {std::string(kAksNodeControllerComponent), std::string("nope")}) {
+    GrpcReply a = Call(component, token);
+    GrpcReply b = CallGetComponentConfig(second, component, token);
+    EXPECT_EQ(a.code(), b.code()) << component;
+    EXPECT_EQ(a.status.error_message(), b.status.error_message());
+    EXPECT_EQ(a.response.SerializeAsString(), b.response.SerializeAsString());
+  }
+  files_.WriteComponent(kAksNodeControllerComponent, kNextMap);
+  auto both_updated = [&] {
+    return ServedConfig() == kNextMap &&
+           CallGetComponentConfig(second, kAksNodeControllerComponent, token).response.config() ==
+               kNextMap;
+  };
+  WaitFor(both_updated, kGenerous);
+  EXPECT_TRUE(both_updated());
+}
+
 // ---- Process: drain, health, reflection, TLS ----------------------------------------------
 
 TEST_F(ServiceE2eTest, SigtermDrainsAnInFlightCallThenExitsZero) {
