@@ -12,7 +12,8 @@ build=(build-essential cmake ninja-build pkg-config clang-format
 service=(prometheus-cpp-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2)
 bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
-       golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc
+       golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev
+       protoc-gen-go protoc-gen-go-grpc
        hyperfine time nghttp2-client)
 
 want=("${build[@]}" "${service[@]}" "${test[@]}")
