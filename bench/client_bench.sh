@@ -130,20 +130,8 @@ log "stack: certificates, node config, lps-dev-server, apiserver, IMDS, HAProxy"
 for p in "$proxy_port" "$lps_port" "$api_port" "$imds_port" "$silent_port" "$dead_port"; do
   port_free "$p"
 done
-(
-  cd "$work/etc"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
-    -subj "/CN=bench-cluster-ca" -keyout ca.key -out ca.pem 2>/dev/null
-  leaf() {  # name, SAN
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
-      -keyout "$1.key" -out "$1.csr" 2>/dev/null
-    openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
-      -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth' "$2") \
-      -out "$1.pem" 2>/dev/null
-  }
-  leaf lps "$lps_name"
-  leaf apiserver "$fqdn"
-)
+source scripts/lib/certs.sh
+make_cluster_pki "$work/etc" bench-cluster-ca "$lps_name" "$fqdn"
 node_config=$work/etc/aks-node-controller-config.json
 cat >"$node_config" <<JSON
 {

@@ -94,20 +94,8 @@ benchclient=$(dirname "$goserver")/benchclient
 
 # ---------------------------------------------------------------------------------------
 log "stack: certificates, IMDS stand-in, both servers, two HAProxys, apiserver"
-(
-  cd "$work/etc"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
-    -subj "/CN=bench-cluster-ca" -keyout ca.key -out ca.pem 2>/dev/null
-  leaf() {  # name, SAN
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
-      -keyout "$1.key" -out "$1.csr" 2>/dev/null
-    openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
-      -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth' "$2") \
-      -out "$1.pem" 2>/dev/null
-  }
-  leaf lps "$lps_name"
-  leaf apiserver "$fqdn"
-)
+source scripts/lib/certs.sh
+make_cluster_pki "$work/etc" bench-cluster-ca "$lps_name" "$fqdn"
 printf '%s' "$config" >"$work/etc/components/aksNodeController.json"
 cat >"$work/node/aks-node-controller-config.json" <<JSON
 {

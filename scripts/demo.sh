@@ -46,20 +46,9 @@ for p in "$proxy_port" "$lps_port" "$metrics_port" "$api_port" "$imds_port" "$fo
 done
 
 step "cluster CA and certificates (OpenSSL)"
-cd "$work/etc"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
-  -subj "/CN=demo-cluster-ca" -keyout ca.key -out ca.pem 2>/dev/null
-leaf() {  # name, SAN
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
-    -keyout "$1.key" -out "$1.csr" 2>/dev/null
-  openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 \
-    -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth' "$2") \
-    -out "$1.pem" 2>/dev/null
-}
-leaf lps "$lps_name"
-leaf apiserver "$fqdn"
+source scripts/lib/certs.sh
+make_cluster_pki "$work/etc" demo-cluster-ca "$lps_name" "$fqdn"
 echo "CA: $work/etc/ca.pem; service cert for $lps_name; apiserver cert for $fqdn"
-cd "$root"
 
 step "the node's bootstrap file (AKSNodeConfig) names the apiserver and the cluster CA"
 cat >"$work/opt/aks-node-controller-config.json" <<JSON
