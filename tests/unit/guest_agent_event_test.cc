@@ -2,7 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
+#include "unit_test_util.h"
 
 #include <cstdlib>
 #include <ctime>
@@ -15,31 +17,16 @@
 namespace hotfix::node {
 namespace {
 
+using unittest::CapturedLog;
+using unittest::ModeOf;
+using unittest::Slurp;
+using unittest::TempDir;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using Clock = std::chrono::system_clock;
 using Json = nlohmann::json;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "guest-agent-event-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> Names(const std::string& dir) {
   std::vector<std::string> names;

@@ -2,7 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
+#include "unit_test_util.h"
 
 #include <filesystem>
 #include <fstream>
@@ -12,47 +14,14 @@
 namespace hotfix::node {
 namespace {
 
+using unittest::CapturedLog;
+using unittest::ModeOf;
+using unittest::Slurp;
+using unittest::TempDir;
+
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "hotfix-pointer-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::string Write(const std::string& name, const std::string& content) const {
-    std::ofstream(File(name), std::ios::binary) << content;
-    return File(name);
-  }
-
- private:
-  std::string path_;
-};
-
-// A Logger writing JSON lines to a file the test reads back.
-class CapturedLog {
- public:
-  CapturedLog() : path_(dir_.File("log.jsonl")) {
-    log_.set_stderr(false);
-    EXPECT_TRUE(log_.OpenFile(path_).ok());
-  }
-  Logger& logger() { return log_; }
-  std::vector<nlohmann::json> Lines() const {
-    std::ifstream in(path_);
-    std::vector<nlohmann::json> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-    return lines;
-  }
-
- private:
-  TempDir dir_;
-  std::string path_;
-  Logger log_;
-};
 
 HotfixPointer Parsed(std::string_view json) {
   StatusOr<HotfixPointer> p = ParseHotfixPointer(json);

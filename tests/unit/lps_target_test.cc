@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "unit_test_util.h"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,11 @@
 namespace hotfix::node {
 namespace {
 
+using unittest::CapturedLog;
+using unittest::ModeOf;
+using unittest::Slurp;
+using unittest::TempDir;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -19,48 +26,6 @@ using ::testing::StartsWith;
 using Json = nlohmann::json;
 
 const char kCaPem[] = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n";
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "lps-target-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::string Write(const std::string& name, const std::string& content) const {
-    std::ofstream(File(name), std::ios::binary) << content;
-    return File(name);
-  }
-
- private:
-  std::string path_;
-};
-
-class CapturedLog {
- public:
-  CapturedLog() : path_(dir_.File("log.jsonl")) {
-    log_.set_stderr(false);
-    EXPECT_TRUE(log_.OpenFile(path_).ok());
-  }
-  Logger& logger() { return log_; }
-  std::vector<Json> Lines() const {
-    std::ifstream in(path_);
-    std::vector<Json> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line));
-    return lines;
-  }
-  std::vector<std::string> Messages() const {
-    std::vector<std::string> msgs;
-    for (const Json& line : Lines()) msgs.push_back(line["msg"]);
-    return msgs;
-  }
-
- private:
-  TempDir dir_;
-  std::string path_;
-  Logger log_;
-};
 
 std::string SnakeConfig(const std::string& fqdn, const std::string& ca_b64) {
   return R"({"version":"v1","api_server_config":{"api_server_name":")" + fqdn +

@@ -2,10 +2,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "unit_test_util.h"
 
 #include <csignal>
 #include <filesystem>
@@ -18,74 +20,16 @@
 namespace hotfix::node {
 namespace {
 
+using unittest::CapturedLog;
+using unittest::ModeOf;
+using unittest::Slurp;
+using unittest::TempDir;
+
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using Json = nlohmann::json;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "pointer-staging-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  std::string Write(const std::string& name, const std::string& content, mode_t mode = 0644) const {
-    const std::string p = File(name);
-    std::ofstream(p, std::ios::binary) << content;
-    ::chmod(p.c_str(), mode);
-    return p;
-  }
-  std::vector<std::string> Names() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  std::string path_;
-};
-
-class CapturedLog {
- public:
-  CapturedLog() : path_(dir_.File("log.jsonl")) {
-    log_.set_stderr(false);
-    EXPECT_TRUE(log_.OpenFile(path_).ok());
-  }
-  Logger& logger() { return log_; }
-  std::vector<Json> Lines() const {
-    std::ifstream in(path_);
-    std::vector<Json> lines;
-    for (std::string line; std::getline(in, line);) lines.push_back(Json::parse(line));
-    return lines;
-  }
-
- private:
-  TempDir dir_;
-  std::string path_;
-  Logger log_;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-mode_t ModeOf(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
-}
 
 bool HasTempFile(const TempDir& dir) {
   for (const std::string& name : dir.Names()) {
