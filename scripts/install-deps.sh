@@ -8,7 +8,8 @@ set -euo pipefail
 build=(build-essential cmake ninja-build pkg-config clang-format
        libssl-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
        libgrpc++-dev protobuf-compiler-grpc nlohmann-json3-dev libcli11-dev
-       libboost-dev libcpp-httplib-dev libgtest-dev libgmock-dev)
+       libboost-dev libcpp-httplib-dev libgtest-dev libgmock-dev
+       libyaml-cpp-dev zlib1g-dev)
 service=(prometheus-cpp-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2)
 bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
