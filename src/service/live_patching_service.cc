@@ -11,7 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr char kUnknownComponent[] = "unknown";
 // Long enough for any valid name (64) plus a hint of what an invalid one was.
 constexpr size_t kMaxEchoedNameBytes = 80;
 
