@@ -87,7 +87,7 @@ std::string RequestBytes(const HttpUrl& url) {
 
 // Reads until the response is complete, the peer closes, the deadline passes or the fetch is
 // cancelled. Beast parses; we only move bytes.
-Status ReadResponse(int fd, http::response_parser<http::string_body>& parser,
+Status ReadResponse(wire::ByteStream& stream, http::response_parser<http::string_body>& parser,
                     Deadline header_deadline, Deadline attempt,
                     const std::atomic<bool>& cancelled) {
   char buf[16384];
@@ -95,7 +95,7 @@ Status ReadResponse(int fd, http::response_parser<http::string_body>& parser,
   while (!parser.is_done()) {
     Deadline phase = parser.is_header_done() ? attempt : header_deadline;
     if (cancelled) return Status::Unavailable("imds request cancelled");
-    auto n = wire::RecvSome(fd, buf, sizeof buf, phase.Earlier(Deadline::After(kCancelPoll)));
+    auto n = stream.ReadSome(buf, sizeof buf, phase.Earlier(Deadline::After(kCancelPoll)));
     if (!n.ok() && n.status().code() == Status::Code::kDeadlineExceeded && !phase.expired()) {
       continue;  // a cancellation check, not the deadline
     }
@@ -158,24 +158,14 @@ StatusOr<Secret> ParseAttestedDocument(std::string_view body) {
   return Secret(signature->get<std::string>());
 }
 
-StatusOr<Secret> ImdsTokenSource::FetchOnce(Deadline deadline) {
-  auto url = ParseHttpUrl(url_);
-  if (!url.ok()) return url.status();
-  const Deadline attempt = deadline.Earlier(Deadline::After(kAttemptTimeout));
-  const std::string what = "GET " + url_;
-
-  // IMDS is link-local: it is dialed directly, whatever the proxy variables say.
-  auto fd = wire::DialTcp(url->host, url->port, attempt.Earlier(Deadline::After(kConnectTimeout)));
-  if (!fd.ok()) return fd.status().Annotate(what);
-  Status sent = wire::SendAll(fd->get(), RequestBytes(*url), attempt);
-  if (!sent.ok()) return sent.Annotate(what);
-
+StatusOr<Secret> ReadAttestedResponse(wire::ByteStream& stream, Deadline header_deadline,
+                                      Deadline attempt, const std::atomic<bool>& cancelled,
+                                      const std::string& what) {
   http::response_parser<http::string_body> parser;
   parser.header_limit(kMaxHeaderBytes);
   parser.body_limit(kMaxBodyBytes);
   // Not eager: Boost 1.74's parser skips the Content-Length body_limit check when eager.
-  Status read = ReadResponse(fd->get(), parser, attempt.Earlier(Deadline::After(kHeaderTimeout)),
-                             attempt, cancelled_);
+  Status read = ReadResponse(stream, parser, header_deadline, attempt, cancelled);
   if (!read.ok()) {
     // Limits name themselves; transport failures name the request.
     return read.code() == Status::Code::kInvalidArgument ? read : read.Annotate(what);
@@ -186,6 +176,22 @@ StatusOr<Secret> ImdsTokenSource::FetchOnce(Deadline deadline) {
     return Status::Unavailable("imds returned status " + std::to_string(response.result_int()));
   }
   return ParseAttestedDocument(response.body());
+}
+
+StatusOr<Secret> ImdsTokenSource::FetchOnce(Deadline deadline) {
+  auto url = ParseHttpUrl(url_);
+  if (!url.ok()) return url.status();
+  const Deadline attempt = deadline.Earlier(Deadline::After(kAttemptTimeout));
+  const std::string what = "GET " + url_;
+
+  // IMDS is link-local: it is dialed directly, whatever the proxy variables say.
+  auto fd = wire::DialTcp(url->host, url->port, attempt.Earlier(Deadline::After(kConnectTimeout)));
+  if (!fd.ok()) return fd.status().Annotate(what);
+  wire::TcpStream stream(std::move(*fd));
+  Status sent = stream.WriteAll(RequestBytes(*url), attempt);
+  if (!sent.ok()) return sent.Annotate(what);
+  return ReadAttestedResponse(stream, attempt.Earlier(Deadline::After(kHeaderTimeout)), attempt,
+                              cancelled_, what);
 }
 
 StatusOr<Secret> ImdsTokenSource::Fetch(Deadline deadline) {

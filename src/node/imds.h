@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/status.h"
+#include "wire/byte_stream.h"
 
 namespace hotfix::node {
 
@@ -43,6 +44,15 @@ class ImdsTokenSource : public AttestedTokenSource {
   Logger& log_;
   std::atomic<bool> cancelled_{false};
 };
+
+// The response half of one attempt, from whatever carries its bytes (the TCP connection in
+// FetchOnce; memory in tests and fuzzers): HTTP/1.1 parsed by Beast with the header (16 KiB)
+// and body (1 MiB) caps, status 200 required, then ParseAttestedDocument. header_deadline
+// bounds the wait for the headers, attempt the whole read; transport errors are annotated
+// with `what` ("GET <url>").
+StatusOr<Secret> ReadAttestedResponse(wire::ByteStream& stream, Deadline header_deadline,
+                                      Deadline attempt, const std::atomic<bool>& cancelled,
+                                      const std::string& what);
 
 // Extracts "signature" from an IMDS response body (Go's lenient decode: key matched
 // case-insensitively). Errors: invalid JSON, "imds attested document had empty signature".
