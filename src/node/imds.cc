@@ -108,6 +108,8 @@ Status ReadResponse(wire::ByteStream& stream, http::response_parser<http::string
     if (!n.ok()) return n.status();
     boost::beast::error_code ec;
     if (*n == 0) {
+      // Beast requires input before put_eof (an assertion aborts a build with asserts on).
+      if (!parser.got_some()) return Status::Unavailable("connection closed before any response");
       parser.put_eof(ec);
     } else {
       pending.append(buf, *n);

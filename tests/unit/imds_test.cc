@@ -15,6 +15,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "wire/memory_stream.h"
+
 namespace hotfix::node {
 namespace {
 
@@ -290,6 +292,32 @@ TEST(ParseImdsUrlTest, RejectsWhatIsNotAPlainHttpUrl) {
     EXPECT_EQ(token.status().code(), Status::Code::kInvalidArgument) << url;
     EXPECT_THAT(token.status().message(), HasSubstr("imds url")) << url;
   }
+}
+
+// Found by the imds_response fuzz target: a peer that closes before sending a byte made the
+// reader call Beast's put_eof on an untouched parser, whose assertion aborted the process (in
+// any build with asserts, such as the test build) instead of failing the attempt.
+TEST(ImdsTokenSourceTest, APeerThatClosesAtOnceIsAnErrorNotAnAbort) {
+  RawPeer peer({});
+  ImdsTokenSource source(peer.Url(), NullLogger());
+  auto token = source.FetchOnce(Generous());
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.status().code(), Status::Code::kUnavailable);
+  EXPECT_THAT(token.status().message(), HasSubstr("connection closed before any response"));
+}
+
+TEST(ReadAttestedResponseTest, ReadsFromAnyByteStream) {
+  const std::atomic<bool> not_cancelled{false};
+  wire::ScriptedByteStream ok("HTTP/1.1 200 OK\r\nContent-Length: 18\r\n\r\n{\"signature\":\"ab\"}",
+                              /*max_chunk=*/3);
+  auto token = ReadAttestedResponse(ok, Generous(), Generous(), not_cancelled, "GET x");
+  ASSERT_TRUE(token.ok()) << token.status().message();
+  EXPECT_EQ(token->reveal(), "ab");
+
+  wire::ScriptedByteStream empty("");
+  token = ReadAttestedResponse(empty, Generous(), Generous(), not_cancelled, "GET x");
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.status().message(), "GET x: connection closed before any response");
 }
 
 }  // namespace
