@@ -1,0 +1,126 @@
+// The service's request handling without a gRPC server: LivePatchingServiceImpl::Decide, the
+// whole decision GetComponentConfig makes (authenticate, allow-list, rate limit, the
+// component-name check, the store lookup) from what a call carried, which is all a caller
+// controls. The reactor around it only copies metadata and the request in and the decision
+// out. Also the pure pieces: IsValidComponentName, ValidateComponentConfig (store files) and
+// the access log's JSON line with the caller's strings in it.
+//
+// Input: fields separated by NUL bytes: the component name, then zero or more authorization
+// values (in development mode, so a token gets through to the name check).
+//
+// Properties: OK only for a valid name the store holds, answering that component's config;
+// a non-empty invalid name is INVALID_ARGUMENT once authenticated; the answer never echoes a
+// token; the access-log line is valid JSON whatever the caller sent.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/log.h"
+#include "fuzz_util.h"
+#include "service/component_store.h"
+#include "service/live_patching_service.h"
+#include "service/metrics.h"
+#include "service/node_identity.h"
+#include "service/rate_limiter.h"
+
+using namespace hotfix;
+using namespace hotfix::service;
+
+namespace {
+
+class FixedStore : public ComponentStore {
+ public:
+  FixedStore() {
+    auto snapshot = std::make_shared<StoreSnapshot>();
+    snapshot->generation = 1;
+    snapshot->config = {{"aksNodeController", R"({"hotfixes":{"202604.01":"202604.01.3"}})"},
+                        {"other.component-1_x", "{}"}};
+    snapshot_ = snapshot;
+  }
+  std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
+
+ private:
+  std::shared_ptr<const StoreSnapshot> snapshot_;
+};
+
+// The spec of a component name, written independently of the implementation.
+bool NameMatchesSpec(std::string_view name) {
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (name.empty() || name.size() > 64 || !alpha(name[0])) return false;
+  for (char c : name.substr(1)) {
+    if (!alpha(c) && !digit(c) && c != '_' && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
+struct World {
+  FixedStore store;
+  std::unique_ptr<Authenticator> auth = NewInsecureAnyTokenAuthenticator();
+  std::unique_ptr<Metrics> metrics = NewNoopMetrics();
+  std::unique_ptr<LivePatchingServiceImpl> service;
+
+  World() {
+    LivePatchingServiceOptions options;
+    options.authenticator = auth.get();
+    options.store = &store;
+    options.metrics = metrics.get();
+    options.access_log = &NullLogger();
+    service = std::make_unique<LivePatchingServiceImpl>(std::move(options));
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static World* world = new World();  // never destroyed: libFuzzer exits without unwinding
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    size_t nul = input.find('\0', start);
+    fields.push_back(input.substr(start, nul - start));
+    if (nul == std::string_view::npos) break;
+    start = nul + 1;
+  }
+  CallInput call;
+  call.component_name = fields[0];
+  call.authorization.assign(fields.begin() + 1, fields.end());
+  call.peer = "ipv4:127.0.0.1:1";
+
+  const bool valid = IsValidComponentName(call.component_name);
+  FUZZ_CHECK(valid == NameMatchesSpec(call.component_name));
+
+  CallDecision decision = world->service->Decide(call);
+  const std::string& message = decision.status.error_message();
+  if (decision.status.ok()) {
+    FUZZ_CHECK(valid);
+    auto snapshot = world->store.Current();
+    auto it = snapshot->config.find(std::string(call.component_name));
+    FUZZ_CHECK(it != snapshot->config.end() && decision.config == it->second);
+    FUZZ_CHECK(decision.metric_component == call.component_name);
+  } else {
+    FUZZ_CHECK(decision.config.empty());
+    FUZZ_CHECK(decision.metric_component == "unknown");
+  }
+  if (decision.authenticated && !call.component_name.empty() && !valid) {
+    FUZZ_CHECK(decision.status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  for (std::string_view token : call.authorization) {
+    if (token.size() >= 16) FUZZ_CHECK(message.find(token) == std::string::npos);
+  }
+
+  const std::string line =
+      Logger::FormatLine(LogLevel::kWarn, "GetComponentConfig",
+                         {{"component", std::string(call.component_name)}, {"error", message}});
+  FUZZ_CHECK(!nlohmann::json::parse(line, nullptr, false).is_discarded());
+
+  // The same bytes as a store file of either kind of component.
+  ValidateComponentConfig("aksNodeController", input);
+  ValidateComponentConfig("other", input);
+  return 0;
+}
