@@ -1,9 +1,25 @@
 #include "node/pointer_staging.h"
 
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <optional>
+#include <vector>
+
 #include "common/file_util.h"
 
 namespace hotfix::node {
 namespace {
+
+// The link's target when path is a symlink (dangling or not), else nullopt.
+std::optional<std::string> SymlinkTarget(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return std::nullopt;
+  std::vector<char> buf(PATH_MAX);
+  ssize_t n = ::readlink(path.c_str(), buf.data(), buf.size());
+  return n < 0 ? std::string("?") : std::string(buf.data(), static_cast<size_t>(n));
+}
 
 // The mode of a pointer check-hotfix creates. An existing file keeps its own bits: boothook
 // writes it 0600 and a rewrite must not loosen or tighten that.
@@ -22,6 +38,11 @@ StatusOr<HotfixPointer> WritePlanned(const std::string& path, const HotfixMap& h
   // disk, alone.
   auto current = ReadFileToString(path, bytes.size() + 1);
   if (current.ok() && *current == bytes) return planned;
+  // Whoever put a link there meant something by it; the run must say that it is gone.
+  if (auto target = SymlinkTarget(path)) {
+    log.Warn("hotfix pointer path is a symlink; replacing the link with a regular file",
+             {{"path", path}, {"target", *target}});
+  }
   Status written = WriteFileAtomically(path, bytes, options);
   if (!written.ok()) return written;
   return planned;

@@ -235,6 +235,30 @@ TEST(StageHotfixesTest, DanglingSymlinkIsReplacedByARegularFile) {
   EXPECT_FALSE(fs::exists(dir.File("target.json")));
 }
 
+// The replaced link is reported: the fault matrix's "pointer is a dangling symlink" row found
+// that nothing in the log said the link was gone.
+TEST(StageHotfixesTest, ReplacingASymlinkIsLogged) {
+  TempDir dir;
+  const std::string path = dir.File("hotfix.json");
+  fs::create_symlink(dir.File("target.json"), path);
+  CapturedLog log;
+  ASSERT_TRUE(StageHotfixes(path, {{"a", "b"}}, Soon(), log.logger()).ok());
+  std::vector<Json> lines = log.Lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0]["msg"],
+            "hotfix pointer path is a symlink; replacing the link with a regular file");
+  EXPECT_EQ(lines[0]["level"], "WARN");
+  EXPECT_EQ(lines[0]["target"], dir.File("target.json"));
+}
+
+TEST(StageHotfixesTest, ARegularPointerLogsNoSymlinkWarning) {
+  TempDir dir;
+  const std::string path = dir.Write("hotfix.json", kSeeded);
+  CapturedLog log;
+  ASSERT_TRUE(StageHotfixes(path, {{"a", "b"}}, Soon(), log.logger()).ok());
+  EXPECT_THAT(log.Messages(), ElementsAre("staged hotfix pointer for download-hotfix"));
+}
+
 TEST(StageHotfixesTest, SymlinkToAFileCarriesItsFieldsButLeavesTheTargetAlone) {
   TempDir dir;
   const std::string target = dir.Write("target.json", kSeeded, 0600);
