@@ -2,14 +2,19 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "common/file_util.h"
 #include "common/log.h"
 #include "node/check_hotfix.h"
+#include "node/command_runner.h"
+#include "node/download_hotfix.h"
 #include "node/imds.h"
 #include "node/lps_fetcher.h"
 
@@ -109,6 +114,124 @@ int RunCheckHotfix(const CheckHotfixFlags& f, const std::vector<std::string>& ex
   return 0;
 }
 
+struct DownloadHotfixFlags {
+  hotfix::node::DownloadHotfixOptions options;
+  std::string current_version = kVersion;
+  int retry_backoff_ms = 3000;
+  int command_timeout_ms = 60000;
+  std::string lock_file;  // default: next to the hotfix binary
+  std::string events_dir = "/var/log/azure/Microsoft.Azure.Extensions.CustomScript/events";
+  std::string log_file = "/var/log/azure/aks-node-controller.log";
+  bool dry_run = false;
+};
+
+void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
+  auto& o = f.options;
+  cmd.add_option("--hotfix-pointer", o.pointer_path, "Pointer file staged by check-hotfix")
+      ->capture_default_str();
+  cmd.add_option("--current-version", f.current_version,
+                 "This node's agent version (YYYYMM.DD.PATCH)")
+      ->capture_default_str();
+  cmd.add_option("--os-release", o.os_release_path, "os-release file naming the distribution")
+      ->capture_default_str();
+  cmd.add_option("--apt-sources-dir", o.apt_sources_dir,
+                 "Folder holding microsoft-prod.list or microsoft-prod.sources")
+      ->capture_default_str();
+  cmd.add_option("--package-binary", o.package_binary, "Where the package installs the agent")
+      ->capture_default_str();
+  cmd.add_option("--vhd-binary", o.vhd_binary,
+                 "The image's agent binary: its mode is copied, it is never modified")
+      ->capture_default_str();
+  cmd.add_option("--hotfix-binary", o.hotfix_binary, "Where the hotfix binary is staged")
+      ->capture_default_str();
+  cmd.add_option("--node-custom-data", o.node_custom_data,
+                 "cloud-init YAML whose write_files are the scripts hotfix")
+      ->capture_default_str();
+  cmd.add_option("--retry-backoff-ms", f.retry_backoff_ms, "Pause between attempts of a command")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 600000));
+  cmd.add_option("--command-timeout-ms", f.command_timeout_ms,
+                 "Each attempt is killed (SIGKILL, with its process group) after this")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600000));
+  cmd.add_option("--lock-file", f.lock_file,
+                 "Lock held for the whole run (default: .aks-node-controller-download-hotfix.lock "
+                 "next to the hotfix binary)");
+  cmd.add_option("--events-dir", f.events_dir, "Guest-agent events folder")->capture_default_str();
+  cmd.add_option("--log-file", f.log_file, "JSON log lines are appended here and to stderr")
+      ->capture_default_str();
+  cmd.add_flag("--dry-run", f.dry_run,
+               "Print the decision and the commands it would run on stdout; run and write nothing");
+}
+
+nlohmann::json ArgvList(const std::vector<hotfix::node::Argv>& commands) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& argv : commands) list.push_back(argv);
+  return list;
+}
+
+void PrintDownloadDryRun(const hotfix::node::DownloadHotfixResult& r,
+                         const hotfix::node::DownloadHotfixOptions& o) {
+  using hotfix::node::BinaryOutcome;
+  nlohmann::ordered_json out;
+  out["pointer_path"] = o.pointer_path;
+  out["current_version"] = o.current_version;
+  out["error"] = r.error.ok() ? nlohmann::json(nullptr) : nlohmann::json(r.error.message());
+  nlohmann::ordered_json scripts;
+  scripts["outcome"] = hotfix::node::ScriptsOutcomeName(r.scripts);
+  scripts["version"] = r.scripts_target;
+  scripts["reason"] = r.scripts_reason;
+  scripts["node_custom_data"] = o.node_custom_data;
+  scripts["would_write"] = r.files;
+  if (!r.scripts_error.ok()) scripts["error"] = r.scripts_error.message();
+  out["scripts"] = scripts;
+  nlohmann::ordered_json binary;
+  binary["outcome"] = hotfix::node::BinaryOutcomeName(r.binary);
+  binary["targeted"] = r.binary == BinaryOutcome::kInstalled;
+  binary["version"] = r.binary_target;
+  binary["reason"] = r.binary_reason;
+  binary["package_manager"] = r.package_manager;
+  binary["would_run"] = ArgvList(r.commands);
+  if (!r.staged_to.empty()) {
+    binary["would_stage"] = {
+        {"from", r.staged_from}, {"to", r.staged_to}, {"mode_of", o.vhd_binary}};
+  }
+  out["binary"] = binary;
+  std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
+
+std::atomic<bool> g_cancelled{false};
+extern "C" void OnTerminate(int) { g_cancelled.store(true); }
+
+int RunDownloadHotfix(DownloadHotfixFlags& f) {
+  hotfix::Logger log;
+  if (!f.dry_run) {
+    hotfix::Status st = log.OpenFile(f.log_file);
+    if (!st.ok()) log.Warn("could not open log file; logging to stderr only", {{"error", st}});
+  }
+  // SIGTERM or SIGINT kills the running command and stops the retries (Go's context cancel);
+  // no SA_RESTART, so that waits wake up.
+  struct sigaction sa {};
+  sa.sa_handler = OnTerminate;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  auto& o = f.options;
+  o.current_version = f.current_version;
+  o.retry_backoff = std::chrono::milliseconds(f.retry_backoff_ms);
+  o.command_timeout = std::chrono::milliseconds(f.command_timeout_ms);
+  o.dry_run = f.dry_run;
+  o.cancelled = &g_cancelled;
+  const std::string lock = !f.lock_file.empty() ? f.lock_file
+                                                : hotfix::DirName(o.hotfix_binary) +
+                                                      "/.aks-node-controller-download-hotfix.lock";
+  auto runner = hotfix::node::NewProcessRunner();
+  auto result = hotfix::node::RunDownloadHotfixCommand(o, *runner, lock, f.events_dir, log);
+  if (f.dry_run) PrintDownloadDryRun(result, o);
+  return result.exit_code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,7 +241,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "hotfix-agent: the node side of AKS live patching.\n"
       "check-hotfix asks the live-patching service (through the apiserver's ALPN route) "
-      "which hotfix applies to this node and stages it for download-hotfix."};
+      "which hotfix applies to this node and stages it for download-hotfix, which installs it."};
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
 
@@ -129,6 +252,14 @@ int main(int argc, char** argv) {
                          "(fail-open: always exits 0)");
   AddCheckHotfixFlags(*check_cmd, check);
   check_cmd->allow_extras();
+
+  DownloadHotfixFlags download;
+  CLI::App* download_cmd = app.add_subcommand(
+      "download-hotfix",
+      "Install the hotfix the staged pointer targets at this node's version and stage its "
+      "binary next to the VHD one (exit 0 unless an install was attempted and failed)");
+  AddDownloadHotfixFlags(*download_cmd, download);
+  download_cmd->allow_extras();
 
   try {
     app.parse(argc, argv);
@@ -148,6 +279,27 @@ int main(int argc, char** argv) {
       return RunCheckHotfix(check, extras);
     } catch (...) {
       return 0;  // Fail-open even if setting up the run threw.
+    }
+  }
+  if (download_cmd->parsed()) {
+    std::vector<std::string> extras = download_cmd->remaining();
+    std::string joined;
+    for (const auto& a : extras) {
+      if (!a.empty() && a[0] == '-') {
+        std::cerr << "download-hotfix: unknown flag " << a << " (see --help)\n";
+        return 2;
+      }
+      joined += (joined.empty() ? "" : " ") + a;
+    }
+    if (!extras.empty()) {
+      std::cerr << "unexpected download-hotfix arguments: " << joined << "\n";
+      return 1;
+    }
+    try {
+      return RunDownloadHotfix(download);
+    } catch (const std::exception& e) {
+      std::cerr << "download-hotfix: " << e.what() << "\n";
+      return 1;
     }
   }
   return 0;

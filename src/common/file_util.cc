@@ -99,6 +99,12 @@ Status WriteFileAtomically(const std::string& path, std::string_view data,
   const std::string tmp(name.data());
 
   Status st = WriteAllFd(fd.get(), data, tmp);
+  if (st.ok() && (options.uid || options.gid) &&
+      ::fchown(fd.get(), options.uid.value_or(static_cast<uid_t>(-1)),
+               options.gid.value_or(static_cast<gid_t>(-1))) != 0) {
+    st = Status::FromErrno("chown " + tmp, errno);
+  }
+  // After fchown, which clears set-id bits.
   if (st.ok() && ::fchmod(fd.get(), options.mode) != 0)
     st = Status::FromErrno("chmod " + tmp, errno);
   if (st.ok() && options.durable && ::fsync(fd.get()) != 0) {
@@ -114,6 +120,21 @@ Status WriteFileAtomically(const std::string& path, std::string_view data,
   }
   // The rename is only durable once the folder entry is on disk.
   return options.durable ? FsyncDir(dir) : Status::Ok();
+}
+
+Status MakeFolders(const std::string& dir, mode_t mode, std::string_view what) {
+  const std::string label = "creating " + std::string(what) + " ";
+  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    const std::string prefix = dir.substr(0, slash);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
+      return Status::FromErrno(label + prefix, errno);
+    }
+    if (slash == std::string::npos) break;
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno(label + dir, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::FromErrno(label + dir, ENOTDIR);
+  return Status::Ok();
 }
 
 int RemoveStaleTempFiles(const std::string& dir, const std::string& prefix) {
@@ -132,10 +153,10 @@ int RemoveStaleTempFiles(const std::string& dir, const std::string& prefix) {
   return removed;
 }
 
-StatusOr<FolderLock> FolderLock::Acquire(const std::string& dir, Deadline deadline) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("opening folder " + dir, errno);
-  // flock has no timeout: poll with LOCK_NB until the deadline.
+namespace {
+
+// flock has no timeout: poll with LOCK_NB until the deadline. Closes fd on failure.
+Status FlockUntil(int fd, Deadline deadline, const std::string& what) {
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
     if (err == EWOULDBLOCK && !deadline.expired()) {
@@ -144,12 +165,30 @@ StatusOr<FolderLock> FolderLock::Acquire(const std::string& dir, Deadline deadli
     }
     if (err == EINTR) continue;
     ::close(fd);
-    if (err == EWOULDBLOCK) {
-      return Status::DeadlineExceeded("locking folder " + dir + ": held by another process");
-    }
-    return Status::FromErrno("locking folder " + dir, err);
+    if (err == EWOULDBLOCK) return Status::DeadlineExceeded(what + ": held by another process");
+    return Status::FromErrno(what, err);
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<FolderLock> FolderLock::Acquire(const std::string& dir, Deadline deadline) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno("opening folder " + dir, errno);
+  if (Status st = FlockUntil(fd, deadline, "locking folder " + dir); !st.ok()) return st;
   return FolderLock(fd);
+}
+
+StatusOr<LockFile> LockFile::Acquire(const std::string& path, Deadline deadline) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Status::FromErrno("opening lock file " + path, errno);
+  if (Status st = FlockUntil(fd, deadline, "locking " + path); !st.ok()) return st;
+  return LockFile(fd);
+}
+
+LockFile::~LockFile() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 FolderLock::~FolderLock() {

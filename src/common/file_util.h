@@ -25,6 +25,9 @@ struct AtomicWriteOptions {
   // or the new content. false keeps the all-or-nothing rename without the flushes, for files
   // whose loss is harmless (telemetry): each fsync can cost milliseconds on a busy disk.
   bool durable = true;
+  // Owner of the new file (fchown), e.g. to keep an existing file's owner across the rename.
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
 };
 
 // Writes data to a temp file in path's folder, fsyncs it (if durable), renames it over path
@@ -40,6 +43,10 @@ std::optional<mode_t> ExistingMode(const std::string& path);
 // Removes "<dir>/<prefix>*" regular files left by a run that was killed mid-write. Call it
 // only while holding the folder's lock (FolderLock). Returns how many were removed.
 int RemoveStaleTempFiles(const std::string& dir, const std::string& prefix);
+
+// os.MkdirAll(dir, mode): every missing component is created (the umask applies, as in Go);
+// an existing non-folder is an error "creating <what> <component>: ...".
+Status MakeFolders(const std::string& dir, mode_t mode, std::string_view what = "folder");
 
 // The folder part of a path ("." for a bare name).
 std::string DirName(const std::string& path);
@@ -57,6 +64,24 @@ class FolderLock {
 
  private:
   explicit FolderLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+// An exclusive flock(2) on a lock file (created 0600 if absent, never removed: removing it
+// would let a waiter and a newcomer lock two different inodes). Released on destruction, and
+// by the kernel if the process dies. The descriptor is close-on-exec, so commands we start
+// cannot keep it.
+class LockFile {
+ public:
+  // Waits until the deadline; DeadlineExceeded "... held by another process" after it.
+  static StatusOr<LockFile> Acquire(const std::string& path, Deadline deadline);
+  LockFile(LockFile&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  LockFile& operator=(LockFile&&) = delete;
+  LockFile(const LockFile&) = delete;
+  ~LockFile();
+
+ private:
+  explicit LockFile(int fd) : fd_(fd) {}
   int fd_;
 };
 

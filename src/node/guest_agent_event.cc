@@ -48,23 +48,6 @@ std::string FullMessage(const GuestAgentEvent& event) {
   return event.message.empty() ? timing : event.message + " | " + timing;
 }
 
-// os.MkdirAll(dir, 0755): every missing component is created (the umask applies, as in Go);
-// an existing non-folder is an error.
-Status MakeFolders(const std::string& dir) {
-  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
-    const std::string prefix = dir.substr(0, slash);
-    if (::mkdir(prefix.c_str(), kEventFolderMode) != 0 && errno != EEXIST) {
-      return Status::FromErrno("creating events folder " + prefix, errno);
-    }
-    if (slash == std::string::npos) break;
-  }
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0)
-    return Status::FromErrno("creating events folder " + dir, errno);
-  if (!S_ISDIR(st.st_mode)) return Status::FromErrno("creating events folder " + dir, ENOTDIR);
-  return Status::Ok();
-}
-
 }  // namespace
 
 std::string FormatGuestAgentEvent(const GuestAgentEvent& event) {
@@ -82,7 +65,7 @@ std::string FormatGuestAgentEvent(const GuestAgentEvent& event) {
 }
 
 Status WriteGuestAgentEvent(const std::string& dir, const GuestAgentEvent& event) {
-  Status made = MakeFolders(dir);
+  Status made = MakeFolders(dir, kEventFolderMode, "events folder");
   if (!made.ok()) return made;
   // Named by the time of writing, not by the event's times, as the reference does.
   const auto now = std::chrono::system_clock::now().time_since_epoch();

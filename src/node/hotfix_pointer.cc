@@ -514,6 +514,8 @@ StatusOr<HotfixPointer> DecodeGoStruct(std::string_view json, const GoTarget& ta
 
 }  // namespace
 
+std::string_view TrimSpaceLikeGo(std::string_view s) { return GoTrimSpace(s); }
+
 std::string ReplaceInvalidUtf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());

@@ -46,6 +46,9 @@ std::string EscapeJsonLikeGo(std::string_view compact_json);
 // does, so that nlohmann (which refuses invalid UTF-8) can encode any string.
 std::string ReplaceInvalidUtf8(std::string_view text);
 
+// strings.TrimSpace: Unicode white space at both ends, as every Go reader of these values trims.
+std::string_view TrimSpaceLikeGo(std::string_view s);
+
 // The pointer file as download-hotfix reads it: a missing or blank file is the zero pointer;
 // other read errors and bad JSON are errors ("parsing hotfix config <path>: …").
 StatusOr<HotfixPointer> ReadHotfixPointer(const std::string& path);

@@ -1,0 +1,37 @@
+#include "node/binary_staging.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "common/file_util.h"
+
+namespace hotfix::node {
+namespace {
+
+// The agent binary is tens of MB; the cap only guards against a runaway file.
+constexpr size_t kMaxBinaryBytes = size_t{1} << 30;
+// check-hotfix holds the same folder lock for milliseconds.
+constexpr auto kFolderLockWait = std::chrono::seconds(10);
+
+}  // namespace
+
+Status StageHotfixBinary(const std::string& source, const std::string& mode_reference,
+                         const std::string& destination) {
+  StatusOr<std::string> bytes = ReadFileToString(source, kMaxBinaryBytes);
+  if (!bytes.ok()) return bytes.status().Annotate("reading " + source);
+  struct stat ref {};
+  if (::stat(mode_reference.c_str(), &ref) != 0) {
+    return Status::FromErrno("stat " + mode_reference, errno);
+  }
+  const std::string dir = DirName(destination);
+  StatusOr<FolderLock> lock = FolderLock::Acquire(dir, Deadline::After(kFolderLockWait));
+  if (!lock.ok()) return lock.status();
+  RemoveStaleTempFiles(dir, kBinaryTempPrefix);
+  AtomicWriteOptions options;
+  options.mode = ref.st_mode & 07777;
+  options.temp_prefix = kBinaryTempPrefix;
+  return WriteFileAtomically(destination, *bytes, options);
+}
+
+}  // namespace hotfix::node

@@ -1,0 +1,283 @@
+#include "node/download_hotfix.h"
+
+#include <exception>
+#include <optional>
+
+#include "common/file_util.h"
+#include "node/binary_staging.h"
+#include "node/guest_agent_event.h"
+#include "node/hotfix_pointer.h"
+#include "node/node_custom_data.h"
+#include "node/package_manager.h"
+#include "node/version_gate.h"
+
+namespace hotfix::node {
+namespace {
+
+constexpr char kNotAnUpgrade[] = "needs the same YYYYMM.DD base and a higher patch than ";
+
+void Fail(DownloadHotfixResult& result, Status error, int exit_code = 1) {
+  result.binary = BinaryOutcome::kFailed;
+  result.error = std::move(error);
+  result.exit_code = exit_code > 0 ? exit_code : 1;
+}
+
+// Best effort: whatever happens here is a WARN and does not stop the binary hotfix.
+void ApplyScriptsIfTargeted(const DownloadHotfixOptions& options, const HotfixPointer& pointer,
+                            DownloadHotfixResult& result, Logger& log) {
+  const std::string target(TrimSpaceLikeGo(pointer.scripts_version));
+  result.scripts_target = target;
+  if (target.empty()) {
+    result.scripts = ScriptsOutcome::kNone;
+    result.scripts_reason = "the pointer has no scripts_version";
+    log.Info("no scripts hotfix in hotfix config, skipping node custom data");
+    return;
+  }
+  StatusOr<bool> gate = ShouldUpgradeToHotfix(options.current_version, target);
+  if (!gate.ok()) {
+    result.scripts = ScriptsOutcome::kNotTargeted;
+    result.scripts_reason = gate.status().message();
+    log.Warn("cannot compare scripts hotfix version, skipping node custom data",
+             {{"current", options.current_version},
+              {"scripts_version", target},
+              {"error", gate.status()}});
+    return;
+  }
+  if (!*gate) {
+    result.scripts = ScriptsOutcome::kNotTargeted;
+    result.scripts_reason = kNotAnUpgrade + options.current_version;
+    log.Info("scripts hotfix does not target this version, skipping node custom data",
+             {{"current", options.current_version}, {"scripts_version", target}});
+    return;
+  }
+  result.scripts_reason = "targeted: " + target + " upgrades " + options.current_version;
+  log.Info("applying node custom data",
+           {{"path", options.node_custom_data}, {"scripts_version", target}});
+  StatusOr<ApplyNodeCustomDataResult> applied =
+      ApplyNodeCustomData(options.node_custom_data, options.dry_run, log);
+  if (!applied.ok()) {
+    result.scripts = ScriptsOutcome::kFailed;
+    result.scripts_error = applied.status();
+    log.Warn("failed to apply node custom data", {{"error", applied.status()}});
+    return;
+  }
+  result.scripts = ScriptsOutcome::kApplied;
+  result.files = applied->paths;
+}
+
+// Confirms that the package manager installed what was asked, so that a repository serving
+// another version (or apt's glob matching 202604.01.10 for 202604.01.1) is not staged.
+Status ConfirmInstalledVersion(const DownloadHotfixOptions& options, PackageManager pm,
+                               const std::string& version, CommandRunner& runner) {
+  const Argv query = InstalledVersionQuery(pm);
+  RunOptions run;
+  run.timeout = options.command_timeout;
+  run.capture_output = true;
+  run.cancelled = options.cancelled;
+  CommandResult queried = runner.Run(query, run);
+  if (!queried.status.ok()) {
+    return queried.status.Annotate("confirming the installed version: " + JoinArgv(query));
+  }
+  std::string installed;
+  if (InstalledVersionMatches(pm, queried.output, version, &installed)) return Status::Ok();
+  return Status::InvalidArgument(
+      std::string(kAgentPackage) + " " +
+      (installed.empty() ? std::string("is not installed") : installed + " is installed") +
+      " after installing " + version + "; not staging it");
+}
+
+void InstallBinaryIfTargeted(const DownloadHotfixOptions& options, const HotfixPointer& pointer,
+                             CommandRunner& runner, DownloadHotfixResult& result, Logger& log) {
+  const std::string target = ResolveVersion(pointer, options.current_version, log);
+  result.binary_target = target;
+  if (target.empty()) {
+    result.binary = BinaryOutcome::kNoHotfix;
+    result.binary_reason = pointer.hotfixes.empty()
+                               ? "the pointer has neither hotfixes nor version"
+                               : "hotfixes has no entry for the base of " +
+                                     options.current_version + " (default deny)";
+    log.Info("no hotfix version for this node, skipping hotfix download",
+             {{"current", options.current_version}});
+    return;
+  }
+  StatusOr<bool> gate = ShouldUpgradeToHotfix(options.current_version, target);
+  if (!gate.ok() || !*gate) {
+    result.binary = BinaryOutcome::kNotTargeted;
+    if (!gate.ok()) {
+      result.binary_reason = gate.status().message();
+      log.Warn(
+          "cannot compare hotfix version, skipping hotfix download",
+          {{"current", options.current_version}, {"hotfix", target}, {"error", gate.status()}});
+    } else {
+      result.binary_reason = kNotAnUpgrade + options.current_version;
+      log.Info("hotfix version does not target this node, skipping hotfix download",
+               {{"current", options.current_version}, {"hotfix", target}});
+    }
+    return;
+  }
+  result.binary_reason = "targeted: " + target + " upgrades " + options.current_version;
+  log.Info("downloading ANC hotfix", {{"version", target}, {"current", options.current_version}});
+
+  StatusOr<PackageManager> pm = DetectPackageManager(options.os_release_path);
+  if (!pm.ok()) return Fail(result, pm.status().Annotate("install hotfix version " + target));
+  result.package_manager = PackageManagerName(*pm);
+  std::string sources;
+  if (*pm == PackageManager::kApt) {
+    StatusOr<std::string> resolved = ResolveMicrosoftProdSources(options.apt_sources_dir);
+    if (!resolved.ok()) {
+      return Fail(result, resolved.status().Annotate("install hotfix version " + target));
+    }
+    sources = *resolved;
+  }
+  RetryPolicy retry;
+  retry.max_attempts = options.max_attempts;
+  retry.backoff = options.retry_backoff;
+  retry.timeout = options.command_timeout;
+  retry.cancelled = options.cancelled;
+  for (const Argv& command : InstallCommands(*pm, target, sources)) {
+    result.commands.push_back(command);
+    if (options.dry_run) continue;
+    CommandResult ran = RunWithRetries(runner, command, retry, log);
+    if (!ran.status.ok()) {
+      return Fail(result, ran.status.Annotate("install hotfix version " + target), ran.exit_code);
+    }
+  }
+  result.commands.push_back(InstalledVersionQuery(*pm));
+  result.staged_from = options.package_binary;
+  result.staged_to = options.hotfix_binary;
+  if (!options.dry_run) {
+    if (Status st = ConfirmInstalledVersion(options, *pm, target, runner); !st.ok()) {
+      return Fail(result, st.Annotate("install hotfix version " + target));
+    }
+    Status staged =
+        StageHotfixBinary(options.package_binary, options.vhd_binary, options.hotfix_binary);
+    if (!staged.ok()) return Fail(result, staged.Annotate("stage hotfix binary"));
+    log.Info("installed hotfix binary alongside VHD binary",
+             {{"source", options.package_binary}, {"destination", options.hotfix_binary}});
+    log.Info("downloaded ANC hotfix", {{"version", target}});
+  }
+  result.binary = BinaryOutcome::kInstalled;
+}
+
+void ReportEvent(const std::string& events_dir, const DownloadHotfixResult& result,
+                 std::chrono::system_clock::time_point start, Logger& log) {
+  GuestAgentEvent event;
+  event.task = "DownloadHotfix";
+  event.error = result.exit_code != 0 || result.binary == BinaryOutcome::kPointerUnreadable ||
+                result.scripts == ScriptsOutcome::kFailed;
+  event.message = DownloadHotfixEventMessage(result);
+  event.start = start;
+  event.end = std::chrono::system_clock::now();
+  Status st = WriteGuestAgentEvent(events_dir, event);
+  if (!st.ok()) log.Error("failed to write guest agent event", {{"error", st}});
+}
+
+}  // namespace
+
+const char* BinaryOutcomeName(BinaryOutcome outcome) {
+  switch (outcome) {
+    case BinaryOutcome::kNoHotfix:
+      return "noHotfix";
+    case BinaryOutcome::kNotTargeted:
+      return "notTargeted";
+    case BinaryOutcome::kInstalled:
+      return "installed";
+    case BinaryOutcome::kPointerUnreadable:
+      return "pointerUnreadable";
+    case BinaryOutcome::kBusy:
+      return "busy";
+    case BinaryOutcome::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+const char* ScriptsOutcomeName(ScriptsOutcome outcome) {
+  switch (outcome) {
+    case ScriptsOutcome::kNone:
+      return "none";
+    case ScriptsOutcome::kNotTargeted:
+      return "notTargeted";
+    case ScriptsOutcome::kApplied:
+      return "applied";
+    case ScriptsOutcome::kFailed:
+      return "failed";
+    case ScriptsOutcome::kSkipped:
+      return "skipped";
+  }
+  return "skipped";
+}
+
+std::string DownloadHotfixEventMessage(const DownloadHotfixResult& result) {
+  std::string msg = std::string("download-hotfix outcome=") + BinaryOutcomeName(result.binary);
+  if (!result.binary_target.empty()) msg += " version=" + result.binary_target;
+  msg += std::string(" scripts=") + ScriptsOutcomeName(result.scripts);
+  if (!result.files.empty()) msg += " files=" + std::to_string(result.files.size());
+  if (!result.error.ok()) msg += " error=" + result.error.message();
+  if (!result.scripts_error.ok()) msg += " scriptsError=" + result.scripts_error.message();
+  return msg;
+}
+
+DownloadHotfixResult DownloadHotfix(const DownloadHotfixOptions& options, CommandRunner& runner,
+                                    Logger& log) {
+  DownloadHotfixResult result;
+  StatusOr<HotfixPointer> pointer = ReadHotfixPointer(options.pointer_path);
+  if (!pointer.ok()) {
+    log.Warn("failed to read hotfix config, skipping hotfix download",
+             {{"path", options.pointer_path}, {"error", pointer.status()}});
+    result.binary = BinaryOutcome::kPointerUnreadable;
+    result.scripts = ScriptsOutcome::kSkipped;
+    result.error = pointer.status();
+    return result;  // fail-open: exit 0
+  }
+  ApplyScriptsIfTargeted(options, *pointer, result, log);
+  InstallBinaryIfTargeted(options, *pointer, runner, result, log);
+  return result;
+}
+
+DownloadHotfixResult RunDownloadHotfixCommand(const DownloadHotfixOptions& options,
+                                              CommandRunner& runner, const std::string& lock_path,
+                                              const std::string& events_dir, Logger& log) {
+  log.Info("aks-node-controller hotfix download started");
+  const auto start = std::chrono::system_clock::now();
+  DownloadHotfixResult result;
+  std::optional<LockFile> lock;
+  if (!options.dry_run) {
+    StatusOr<LockFile> acquired = LockFile::Acquire(lock_path, Deadline::After({}));
+    if (acquired.ok()) {
+      lock.emplace(std::move(acquired).value());
+    } else if (acquired.status().code() == Status::Code::kDeadlineExceeded) {
+      // The running one does the work; a second install would only race it.
+      log.Warn("another download-hotfix run holds the lock; not starting a second one",
+               {{"lock", lock_path}});
+      result.binary = BinaryOutcome::kBusy;
+      result.scripts = ScriptsOutcome::kSkipped;
+      ReportEvent(events_dir, result, start, log);
+      return result;
+    } else {
+      // A broken folder fails the staging later with its own error; the lock alone must not
+      // stop a hotfix.
+      log.Warn("could not take the download-hotfix lock; continuing without it",
+               {{"lock", lock_path}, {"error", acquired.status()}});
+    }
+  }
+  try {
+    result = DownloadHotfix(options, runner, log);
+  } catch (const std::exception& e) {
+    Fail(result, Status::Internal(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    Fail(result, Status::Internal("unexpected exception"));
+  }
+  if (!options.dry_run) ReportEvent(events_dir, result, start, log);
+  if (result.exit_code == 0) {
+    log.Info("aks-node-controller hotfix download finished",
+             {{"outcome", BinaryOutcomeName(result.binary)},
+              {"scripts", ScriptsOutcomeName(result.scripts)}});
+  } else {
+    log.Error("aks-node-controller hotfix download failed",
+              {{"error", result.error}, {"exitCode", result.exit_code}});
+  }
+  return result;
+}
+
+}  // namespace hotfix::node

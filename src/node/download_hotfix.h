@@ -1,0 +1,83 @@
+// download-hotfix: read the pointer check-hotfix staged, decide whether this node's agent
+// version is targeted, install the hotfix package and stage its binary next to the VHD one
+// (reference §2). Fail-open on the pointer; the package manager's own exit code when its
+// retries are exhausted.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "node/command_runner.h"
+
+namespace hotfix::node {
+
+struct DownloadHotfixOptions {
+  std::string pointer_path = "/opt/azure/containers/aks-node-controller-hotfix.json";
+  std::string current_version;
+  std::string os_release_path = "/etc/os-release";
+  std::string apt_sources_dir = "/etc/apt/sources.list.d";
+  std::string package_binary = "/usr/bin/aks-node-controller";
+  std::string vhd_binary = "/opt/azure/containers/aks-node-controller";
+  std::string hotfix_binary = "/opt/azure/containers/aks-node-controller-hotfix";
+  std::string node_custom_data = "/opt/azure/containers/nodecustomdata.yml";
+  std::chrono::milliseconds retry_backoff{3000};
+  std::chrono::milliseconds command_timeout{60000};
+  int max_attempts = 5;
+  bool dry_run = false;  // decide and plan; run nothing, write nothing
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
+// What happened to the binary hotfix.
+enum class BinaryOutcome {
+  kNoHotfix,           // nothing in the pointer for this version
+  kNotTargeted,        // a target exists but the gate says no (or cannot compare)
+  kInstalled,          // installed, confirmed and staged (in a dry run: would be)
+  kPointerUnreadable,  // fail-open: the pointer could not be read or parsed
+  kBusy,               // another download-hotfix run holds the lock
+  kFailed,             // OS detection, install, confirmation or staging failed
+};
+// "noHotfix", "notTargeted", "installed", "pointerUnreadable", "busy", "failed"
+const char* BinaryOutcomeName(BinaryOutcome outcome);
+
+enum class ScriptsOutcome { kNone, kNotTargeted, kApplied, kFailed, kSkipped };
+// "none", "notTargeted", "applied", "failed", "skipped"
+const char* ScriptsOutcomeName(ScriptsOutcome outcome);
+
+struct DownloadHotfixResult {
+  int exit_code = 0;  // 0, the package manager's code after its retries, or 1
+  Status error;       // why exit_code is not 0 (or why the pointer was unreadable)
+
+  BinaryOutcome binary = BinaryOutcome::kNoHotfix;
+  std::string binary_target;  // the resolved hotfix version, "" if none
+  std::string binary_reason;  // why targeted or not, in words
+  ScriptsOutcome scripts = ScriptsOutcome::kNone;
+  std::string scripts_target;
+  std::string scripts_reason;
+  Status scripts_error;
+
+  // The plan: filled in a dry run, and in a real run with what was run and written.
+  std::string package_manager;
+  std::vector<Argv> commands;          // install commands, then the version query
+  std::vector<std::string> files;      // node custom data files
+  std::string staged_from, staged_to;  // binary staging
+};
+
+// The workflow, without the lock or the event.
+DownloadHotfixResult DownloadHotfix(const DownloadHotfixOptions& options, CommandRunner& runner,
+                                    Logger& log);
+
+// The whole command: "started" log, the lock (`lock_path`; a second run while one holds it
+// does nothing and says so), the workflow with every exception caught, one DownloadHotfix
+// event in events_dir (none in a dry run), "finished" or "failed".
+DownloadHotfixResult RunDownloadHotfixCommand(const DownloadHotfixOptions& options,
+                                              CommandRunner& runner, const std::string& lock_path,
+                                              const std::string& events_dir, Logger& log);
+
+// One line for the event: "download-hotfix outcome=installed version=… scripts=…[ error=…]".
+std::string DownloadHotfixEventMessage(const DownloadHotfixResult& result);
+
+}  // namespace hotfix::node

@@ -1,0 +1,102 @@
+#include "node/binary_staging.h"
+
+#include <optional>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/file_util.h"
+#include "unit_test_util.h"
+
+namespace hotfix::node {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using unittest::ModeOf;
+using unittest::Slurp;
+using unittest::TempDir;
+
+TEST(StageHotfixBinary, CopiesWithTheVhdModeAndLeavesTheVhdBinaryAlone) {
+  TempDir usr, opt;
+  const std::string src = usr.Write("aks-node-controller", "new binary", 0644);
+  const std::string vhd = opt.Write("aks-node-controller", "vhd binary", 0755);
+  const std::string dst = opt.File("aks-node-controller-hotfix");
+  ASSERT_TRUE(StageHotfixBinary(src, vhd, dst).ok());
+  EXPECT_EQ(Slurp(dst), "new binary");
+  EXPECT_EQ(ModeOf(dst), 0755u);
+  EXPECT_EQ(Slurp(vhd), "vhd binary");
+  EXPECT_EQ(ModeOf(vhd), 0755u);
+  EXPECT_EQ(ModeOf(src), 0644u);
+  EXPECT_THAT(opt.Names(), ElementsAre("aks-node-controller", "aks-node-controller-hotfix"));
+}
+
+TEST(StageHotfixBinary, ReplacesAnEarlierHotfixAtomically) {
+  TempDir usr, opt;
+  const std::string src = usr.Write("bin", "second", 0644);
+  const std::string vhd = opt.Write("aks-node-controller", "vhd", 0750);
+  const std::string dst = opt.Write("aks-node-controller-hotfix", "first", 0700);
+  ASSERT_TRUE(StageHotfixBinary(src, vhd, dst).ok());
+  EXPECT_EQ(Slurp(dst), "second");
+  EXPECT_EQ(ModeOf(dst), 0750u);
+}
+
+TEST(StageHotfixBinary, RemovesTempFilesAKilledRunLeft) {
+  TempDir usr, opt;
+  const std::string src = usr.Write("bin", "b", 0644);
+  const std::string vhd = opt.Write("aks-node-controller", "v", 0755);
+  opt.Write(".aks-node-controller-update-AbC123", "half a binary");
+  opt.Write(".aks-node-controller-hotfix-XYZ", "check-hotfix's own temp: not ours");
+  ASSERT_TRUE(StageHotfixBinary(src, vhd, opt.File("aks-node-controller-hotfix")).ok());
+  EXPECT_THAT(opt.Names(), ElementsAre(".aks-node-controller-hotfix-XYZ", "aks-node-controller",
+                                       "aks-node-controller-hotfix"));
+}
+
+TEST(StageHotfixBinary, MissingSourceSaysReading) {
+  TempDir opt;
+  const std::string vhd = opt.Write("aks-node-controller", "v", 0755);
+  Status st = StageHotfixBinary(opt.File("absent"), vhd, opt.File("aks-node-controller-hotfix"));
+  EXPECT_THAT(st.message(), HasSubstr("reading " + opt.File("absent")));
+  EXPECT_THAT(opt.Names(), ElementsAre("aks-node-controller"));
+}
+
+TEST(StageHotfixBinary, MissingReferenceSaysStatAndLeavesNoTemp) {
+  TempDir usr, opt;
+  const std::string src = usr.Write("bin", "b", 0644);
+  Status st = StageHotfixBinary(src, opt.File("aks-node-controller"),
+                                opt.File("aks-node-controller-hotfix"));
+  EXPECT_THAT(st.message(), HasSubstr("stat " + opt.File("aks-node-controller")));
+  EXPECT_TRUE(opt.Names().empty());
+}
+
+TEST(StageHotfixBinary, MissingDestinationFolderIsAnError) {
+  TempDir usr, opt;
+  const std::string src = usr.Write("bin", "b", 0644);
+  const std::string vhd = opt.Write("aks-node-controller", "v", 0755);
+  Status st = StageHotfixBinary(src, vhd, opt.File("missing/aks-node-controller-hotfix"));
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr(opt.File("missing")));
+}
+
+TEST(StageHotfixBinary, WaitsForTheFolderLockHolder) {
+  TempDir usr, opt;
+  const std::string src = usr.Write("bin", "b", 0644);
+  const std::string vhd = opt.Write("aks-node-controller", "v", 0755);
+  std::optional<FolderLock> held;
+  {
+    StatusOr<FolderLock> l = FolderLock::Acquire(opt.path(), Deadline::After({}));
+    ASSERT_TRUE(l.ok());
+    held.emplace(std::move(l).value());
+  }
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    held.reset();
+  });
+  Status st = StageHotfixBinary(src, vhd, opt.File("aks-node-controller-hotfix"));
+  releaser.join();
+  EXPECT_TRUE(st.ok()) << st.message();
+}
+
+}  // namespace
+}  // namespace hotfix::node
