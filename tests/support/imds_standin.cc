@@ -229,7 +229,7 @@ bool ImdsStandin::ApplyFaults(httplib::Response& res) {
 }
 
 void ImdsStandin::HandleDocument(const httplib::Request& req, httplib::Response& res) {
-  SleepUnlessStopping(behavior().delay);
+  SleepUnlessStopping(TakeDelay());
   if (!ValidateRequest(req, res) || ApplyFaults(res)) return;
   ImdsBehavior b = behavior();
   res.status = b.status.value_or(200);
@@ -256,6 +256,13 @@ std::string ImdsStandin::SignedDocumentBody(const std::string& nonce) {
   return nlohmann::json{{"encoding", "pkcs7"}, {"signature", signature}}.dump();
 }
 
+std::chrono::milliseconds ImdsStandin::TakeDelay() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (behavior_.delayed_requests == 0) return std::chrono::milliseconds(0);
+  if (behavior_.delayed_requests > 0) --behavior_.delayed_requests;
+  return behavior_.delay;
+}
+
 ImdsBehavior ImdsStandin::behavior() const {
   std::lock_guard<std::mutex> lock(mu_);
   return behavior_;
@@ -266,9 +273,10 @@ void ImdsStandin::SetBehavior(ImdsBehavior behavior) {
   behavior_ = std::move(behavior);
 }
 
-void ImdsStandin::SetDelay(std::chrono::milliseconds delay) {
+void ImdsStandin::SetDelay(std::chrono::milliseconds delay, int requests) {
   std::lock_guard<std::mutex> lock(mu_);
   behavior_.delay = delay;
+  behavior_.delayed_requests = requests;
 }
 
 void ImdsStandin::SetStatus(std::optional<int> status) {

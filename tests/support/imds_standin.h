@@ -45,6 +45,9 @@ inline constexpr char kImdsMissingHeaderBody[] =
 struct ImdsBehavior {
   // Wait before any answer (ends early when the stand-in stops).
   std::chrono::milliseconds delay{0};
+  // How many requests, counted from now, wait `delay`; -1: every request. (1 makes only the
+  // first attempt slow, so a client's retry gets a prompt answer.)
+  int delayed_requests = -1;
   // Answer this status instead of 200 (the body stays the document unless `body` is set).
   std::optional<int> status;
   // Serve this body instead of the signed document (e.g. {"signature":""}, "not json").
@@ -101,7 +104,7 @@ class ImdsStandin {
 
   void SetBehavior(ImdsBehavior behavior);
   ImdsBehavior behavior() const;
-  void SetDelay(std::chrono::milliseconds delay);
+  void SetDelay(std::chrono::milliseconds delay, int requests = -1);
   void SetStatus(std::optional<int> status);
   void SetBody(std::optional<std::string> body);
   void SetBodySize(std::optional<size_t> size);
@@ -129,6 +132,7 @@ class ImdsStandin {
   std::string SignedDocumentBody(const std::string& nonce);
   void Record(const httplib::Request& req);
   void SleepUnlessStopping(std::chrono::milliseconds delay) const;
+  std::chrono::milliseconds TakeDelay();
 
   ImdsStandinOptions options_;
   CertAndKey signer_;
