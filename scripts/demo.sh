@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The local end-to-end demo: live-patching-service, the ALPN-routing proxy in front of an
 # "apiserver", an IMDS stand-in whose signer the service trusts, and check-hotfix staging the
-# pointer, all on loopback.
+# pointer, all on loopback; then download-hotfix's dry run on that pointer.
 #   scripts/demo.sh   (ports: DEMO_PROXY_PORT=8443 DEMO_LPS_PORT=50051 DEMO_METRICS_PORT=19090
 #                      DEMO_APISERVER_PORT=16443 DEMO_IMDS_PORT=18080 DEMO_FOREIGN_IMDS_PORT=18081)
 set -euo pipefail
@@ -108,6 +108,17 @@ echo "exit code $rc in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
 step "the staged pointer (for download-hotfix)"
 cat "$pointer"; echo
+step "hotfix-agent download-hotfix --dry-run: what this Ubuntu node (202604.01.0) would install"
+mkdir -p "$work/etc/apt/sources.list.d"
+printf 'NAME="Ubuntu"\nID=ubuntu\n' >"$work/etc/os-release"
+echo "deb https://packages.microsoft.com/ubuntu/22.04/prod jammy main" \
+  >"$work/etc/apt/sources.list.d/microsoft-prod.list"
+"$bin/hotfix-agent" download-hotfix --dry-run --hotfix-pointer "$pointer" \
+  --current-version 202604.01.0 --os-release "$work/etc/os-release" \
+  --apt-sources-dir "$work/etc/apt/sources.list.d" \
+  --vhd-binary "$work/opt/aks-node-controller" \
+  --hotfix-binary "$work/opt/aks-node-controller-hotfix" \
+  --node-custom-data "$work/opt/nodecustomdata.yml" 2>/dev/null
 step "the guest-agent event"
 cat "$work"/events/*.json; echo
 step "the agent's log lines"

@@ -178,7 +178,10 @@ void PrintDownloadDryRun(const hotfix::node::DownloadHotfixResult& r,
   out["current_version"] = o.current_version;
   out["error"] = r.error.ok() ? nlohmann::json(nullptr) : nlohmann::json(r.error.message());
   nlohmann::ordered_json scripts;
-  scripts["outcome"] = hotfix::node::ScriptsOutcomeName(r.scripts);
+  // A dry run did nothing: say "would" where a real run would have acted.
+  scripts["outcome"] = r.scripts == hotfix::node::ScriptsOutcome::kApplied
+                           ? "wouldApply"
+                           : hotfix::node::ScriptsOutcomeName(r.scripts);
   scripts["version"] = r.scripts_target;
   scripts["reason"] = r.scripts_reason;
   scripts["node_custom_data"] = o.node_custom_data;
@@ -186,7 +189,9 @@ void PrintDownloadDryRun(const hotfix::node::DownloadHotfixResult& r,
   if (!r.scripts_error.ok()) scripts["error"] = r.scripts_error.message();
   out["scripts"] = scripts;
   nlohmann::ordered_json binary;
-  binary["outcome"] = hotfix::node::BinaryOutcomeName(r.binary);
+  binary["outcome"] = r.binary == BinaryOutcome::kInstalled
+                          ? "wouldInstall"
+                          : hotfix::node::BinaryOutcomeName(r.binary);
   binary["targeted"] = r.binary == BinaryOutcome::kInstalled;
   binary["version"] = r.binary_target;
   binary["reason"] = r.binary_reason;

@@ -233,6 +233,43 @@ TEST_F(CheckHotfixE2eTest, StagesTheServedMapThroughTheAlpnRoute) {
   EXPECT_EQ(apiserver_.accepted_count(), 0u);
 }
 
+// The launcher's order (reference §5): check-hotfix stages, download-hotfix reads what was
+// staged. download-hotfix's dry run shows the served map (not the preserved legacy version)
+// decides, and that scripts_version survived the read-modify-write to gate the scripts hotfix.
+TEST_F(CheckHotfixE2eTest, DownloadHotfixActsOnWhatCheckHotfixStaged) {
+  dir_.Write("hotfix.json", kPreSeeded);
+  ExpectFailOpen(Run(), "lpsRead");
+  dir_.Write("os-release", "ID=ubuntu\n");
+  std::filesystem::create_directories(dir_.File("sources.list.d"));
+  dir_.Write("sources.list.d/microsoft-prod.sources", "Types: deb\n");
+  SpawnOptions spawn;
+  spawn.argv = {BinDir() + "/hotfix-agent",
+                "download-hotfix",
+                "--dry-run",
+                "--hotfix-pointer",
+                dir_.File("hotfix.json").string(),
+                "--current-version",
+                current_version_,
+                "--os-release",
+                dir_.File("os-release").string(),
+                "--apt-sources-dir",
+                dir_.File("sources.list.d").string(),
+                "--node-custom-data",
+                dir_.File("nodecustomdata.yml").string(),
+                "--hotfix-binary",
+                dir_.File("aks-node-controller-hotfix").string()};
+  RunResult r = RunProcess(std::move(spawn), kRunTimeout);
+  ASSERT_TRUE(r.status.success()) << r.stderr_text;
+  Json plan = Json::parse(r.stdout_text);
+  EXPECT_EQ(plan["binary"]["version"], "202604.01.3");  // the map's entry for 202604.01
+  EXPECT_EQ(plan["binary"]["outcome"], "wouldInstall");
+  EXPECT_EQ(plan["binary"]["would_run"][1][7],
+            "Dir::Etc::sourcelist=" + dir_.File("sources.list.d/microsoft-prod.sources").string());
+  EXPECT_EQ(plan["binary"]["would_run"][2].back(), "aks-node-controller=202604.01.3*");
+  EXPECT_EQ(plan["scripts"]["version"], "202604.01.1");
+  EXPECT_EQ(plan["scripts"]["outcome"], "wouldApply");
+}
+
 TEST_F(CheckHotfixE2eTest, OffersTheAlpnListAndSniTheProxyRoutesOn) {
   AgentRun run = Run();
   ExpectFailOpen(run, "lpsRead");

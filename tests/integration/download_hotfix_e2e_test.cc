@@ -346,7 +346,8 @@ TEST_F(DownloadHotfixE2eTest, DryRunPrintsTheDecisionAndCommandsAndTouchesNothin
   ASSERT_EQ(out["binary"]["would_run"].size(), 4u);
   EXPECT_EQ(out["binary"]["would_run"][2].back(), "aks-node-controller=202604.01.1*");
   EXPECT_EQ(out["binary"]["would_stage"]["to"], Hotfix().string());
-  EXPECT_EQ(out["scripts"]["outcome"], "applied");
+  EXPECT_EQ(out["scripts"]["outcome"], "wouldApply");
+  EXPECT_EQ(out["binary"]["outcome"], "wouldInstall");
   EXPECT_EQ(out["scripts"]["would_write"][0], node_.File("opt/marker").string());
   EXPECT_THAT(Calls(), IsEmpty());
   EXPECT_FALSE(fs::exists(node_.File("opt/marker")));
