@@ -11,7 +11,8 @@ build=(build-essential cmake ninja-build pkg-config clang-format
        libboost-dev libcpp-httplib-dev libgtest-dev libgmock-dev
        libyaml-cpp-dev zlib1g-dev)
 service=(prometheus-cpp-dev)
-test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2)
+test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2
+      strace)
 bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
        golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev
        protoc-gen-go protoc-gen-go-grpc
