@@ -61,11 +61,17 @@ std::string DirName(const std::string& path) {
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: opening a FIFO that has no writer would otherwise wait forever, and these
+  // reads run on the boot path. It changes nothing for the regular files read below.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return Status::FromErrno("open " + path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("stat " + path, errno);
   if (S_ISDIR(st.st_mode)) return Status::FromErrno("read " + path, EISDIR);
+  // A FIFO, socket or device can block a read, or never end one.
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument("read " + path + ": not a regular file");
+  }
   std::string out;
   char buf[16384];
   for (;;) {

@@ -13,7 +13,9 @@
 
 namespace hotfix {
 
-// Reads a whole file, refusing files larger than max_bytes. ENOENT gives kNotFound.
+// Reads a whole regular file (symlinks followed), refusing larger files than max_bytes and
+// anything else (a FIFO, socket or device: kInvalidArgument) without blocking. ENOENT gives
+// kNotFound.
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes);
 
 struct AtomicWriteOptions {

@@ -232,6 +232,24 @@ TEST(ReadFileToStringTest, MissingFileIsNotFound) {
   EXPECT_EQ(got.status().message(), "open /nonexistent/file: No such file or directory");
 }
 
+// A FIFO without a writer used to block open(2) forever: check-hotfix hung at boot when its
+// node config (or pointer) was one. Found by the fault matrix.
+TEST(ReadFileToStringTest, AFifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  const std::string path = dir.File("fifo");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  StatusOr<std::string> got = ReadFileToString(path, 100);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(got.status().message(), "read " + path + ": not a regular file");
+}
+
+TEST(ReadFileToStringTest, ACharacterDeviceIsRefused) {
+  StatusOr<std::string> got = ReadFileToString("/dev/zero", 100);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().message(), "read /dev/zero: not a regular file");
+}
+
 TEST(ReadFileToStringTest, OtherErrorsAreNotNotFound) {
   TempDir dir;
   StatusOr<std::string> folder = ReadFileToString(dir.path(), 100);
