@@ -472,6 +472,13 @@ std::vector<Fault> Faults() {
          fs::create_symlink(r.NodeConfigPath(), r.NodeConfigPath());
        },
        "failed", "Too many levels of symbolic links", P::kOld},
+      {"NodeConfigIsAFifo",
+       [](Rig& r) {
+         // Nothing ever writes to it: opening it for reading must not wait for a writer.
+         fs::remove(r.NodeConfigPath());
+         ASSERT_EQ(mkfifo(r.NodeConfigPath().c_str(), 0644), 0);
+       },
+       "failed", "not a regular file", P::kOld},
       {"NodeConfigInvalidJson", [](Rig& r) { Rig::Write(r.NodeConfigPath(), "{\"version\": v1"); },
        "failed", "proto: syntax error", P::kOld},
       {"NodeConfigNoApiserverName",
@@ -806,6 +813,13 @@ std::vector<Fault> Faults() {
          EXPECT_FALSE(fs::is_symlink(r.PointerPath()));
          EXPECT_FALSE(fs::exists(r.dir.File("nowhere")));
        }},
+      {"PointerIsAFifo",
+       [](Rig& r) {
+         fs::remove(r.PointerPath());
+         ASSERT_EQ(mkfifo(r.PointerPath().c_str(), 0644), 0);
+       },
+       "lpsRead", "not a regular file", P::kServedOnly, 1,
+       [](Rig& r, const AgentRun&) { EXPECT_TRUE(fs::is_regular_file(r.PointerPath())); }},
       {"EventsFolderUnwritable",
        [](Rig& r) {
          fs::create_directories(r.EventsDir());
