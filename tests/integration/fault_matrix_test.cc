@@ -13,6 +13,8 @@
 // (FaultMatrix/FaultMatrixTest.KeepsTheNodeSafe/<name>). With LP_FAULT_MATRIX_REPORT=<file>
 // every case appends "name<TAB>outcome<TAB>pointer<TAB>wall ms" to it (docs/RELIABILITY.md's
 // table is made from that).
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -117,6 +119,7 @@ class Rig {
     WriteNodeConfig();
   }
   ~Rig() {
+    if (lock_fd >= 0) close(lock_fd);
     // Mounts first: the temp folder cannot be removed while something is mounted in it.
     for (auto it = mounts_.rbegin(); it != mounts_.rend(); ++it) umount2(it->c_str(), MNT_DETACH);
   }
@@ -244,6 +247,7 @@ class Rig {
       spawn.argv.push_back("--connect-to");
       spawn.argv.push_back(connect_to->empty() ? proxy->frontend_address() : *connect_to);
     }
+    spawn.argv.insert(spawn.argv.end(), extra_args.begin(), extra_args.end());
     spawn.env = env;
     for (const char* name : {"HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "HTTP_PROXY",
                              "http_proxy", "ALL_PROXY", "all_proxy"}) {
@@ -283,6 +287,8 @@ class Rig {
   std::unique_ptr<ImdsStandin> other_imds;
   std::unique_ptr<TlsPeer> bystander;
   std::unique_ptr<Subprocess> helper;
+  std::vector<std::string> extra_args;
+  int lock_fd = -1;  // a flock another writer holds for the whole run
   std::string skip_reason;
 
  private:
@@ -327,11 +333,13 @@ struct Fault {
   std::string name;
   std::function<void(Rig&)> setup;
   std::string outcome;
-  std::string log_text;  // a substring of the log file that names the fault
+  std::string log_text;  // a substring of the log file (or stderr) that names the fault
   PointerAfter pointer;
   int events = 1;
   // Further checks on what the peers saw (optional).
   std::function<void(Rig&, const AgentRun&)> verify = nullptr;
+  // Where the log lines are read: the --log-file, or stderr when the file is the fault.
+  bool log_on_stderr = false;
 };
 
 std::ostream& operator<<(std::ostream& out, const Fault& f) { return out << f.name; }
@@ -549,6 +557,25 @@ std::vector<Fault> Faults() {
          r.env = {{"HTTPS_PROXY", "http://127.0.0.1:" + std::to_string(PickFreePort())}};
        },
        "failed", "Connection refused", P::kOld},
+
+      {"PeerCompletesTlsThenStaysSilent",
+       [](Rig& r) {
+         r.Peer(TlsPeerMode::kSelectH2Silent);  // no SETTINGS, no response, ever
+         r.extra_args = {"--lps-timeout-ms", "1000"};
+       },
+       "failed", "code DeadlineExceeded: context deadline exceeded", P::kOld},
+      {"ServiceAnswersTooLate",
+       [](Rig& r) {
+         r.Lps().SetDelay(milliseconds(8000));
+         r.extra_args = {"--lps-timeout-ms", "1000"};
+       },
+       "failed", "code DeadlineExceeded", P::kOld, 1,
+       [](Rig& r, const AgentRun&) {
+         ASSERT_EQ(r.lps->call_count(), 1u);
+         // grpc-timeout told the service what was left: at most 1 s + the 2 s IMDS allowance.
+         ASSERT_TRUE(r.lps->calls()[0].deadline_remaining.has_value());
+         EXPECT_LE(r.lps->calls()[0].deadline_remaining->count(), 3000);
+       }},
 
       // ---- TLS ----
       {"UntrustedCa",
@@ -820,6 +847,17 @@ std::vector<Fault> Faults() {
        },
        "lpsRead", "not a regular file", P::kServedOnly, 1,
        [](Rig& r, const AgentRun&) { EXPECT_TRUE(fs::is_regular_file(r.PointerPath())); }},
+      {"PointerFolderLockedByAnotherWriter",
+       [](Rig& r) {
+         r.lock_fd = open(r.PointerDir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+         ASSERT_GE(r.lock_fd, 0);
+         ASSERT_EQ(flock(r.lock_fd, LOCK_EX), 0);
+       },
+       "failed", "held by another process", P::kOld},
+      {"LogFileUnopenable",
+       [](Rig& r) { fs::create_directories(r.LogPath()); },  // a folder where the file goes
+       "lpsRead", "could not open log file; logging to stderr only", P::kNew, 1, nullptr,
+       /*log_on_stderr=*/true},
       {"EventsFolderUnwritable",
        [](Rig& r) {
          fs::create_directories(r.EventsDir());
@@ -852,7 +890,12 @@ class FaultMatrixTest : public ::testing::TestWithParam<Fault> {
       return message.substr(kPrefix.size(),
                             message.find_first_of(" |", kPrefix.size()) - kPrefix.size());
     }
-    for (const Json& line : run.log_lines) {
+    std::vector<Json> lines = run.log_lines;
+    std::istringstream err(run.stderr_text);
+    for (std::string line; std::getline(err, line);) {
+      lines.push_back(Json::parse(line, nullptr, /*allow_exceptions=*/false));
+    }
+    for (const Json& line : lines) {
       if (line.is_object() && line.value("msg", "").rfind("check-hotfix completed", 0) == 0) {
         return line.value("outcome", "?");
       }
@@ -887,8 +930,9 @@ TEST_P(FaultMatrixTest, KeepsTheNodeSafe) {
   }
   EXPECT_EQ(OutcomeOf(run), fault.outcome);
   // The log names the fault.
-  EXPECT_THAT(run.log_file, HasSubstr(fault.log_text));
-  EXPECT_THAT(run.log_file, HasSubstr("check-hotfix completed"));
+  const std::string& log = fault.log_on_stderr ? run.stderr_text : run.log_file;
+  EXPECT_THAT(log, HasSubstr(fault.log_text));
+  EXPECT_THAT(log, HasSubstr("check-hotfix completed"));
 
   // The pointer is old or new, byte for byte, and no temp file is left beside it.
   switch (fault.pointer) {
