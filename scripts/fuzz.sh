@@ -49,6 +49,7 @@ dict_for() {
     imds_response) echo "$src/http.dict" ;;
     grpc_response) echo "$src/http2.dict" ;;
     attested_document) echo "$src/pkcs7.dict" ;;
+    node_custom_data) echo "$src/yaml.dict" ;;
   esac
 }
 

@@ -12,7 +12,7 @@ build=(build-essential cmake ninja-build pkg-config clang-format
        libyaml-cpp-dev zlib1g-dev)
 service=(prometheus-cpp-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2
-      strace)
+      strace clang libclang-rt-14-dev)  # clang + libFuzzer: scripts/fuzz.sh
 bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
        golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev
        protoc-gen-go protoc-gen-go-grpc
