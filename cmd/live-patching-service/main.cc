@@ -1,5 +1,6 @@
 // live-patching-service: the gRPC service nodes reach through the kube-api-proxy's ALPN
 // route. A thin main: flags in, Server out, signals to it. See docs/SERVICE.md.
+#include <absl/synchronization/mutex.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -78,6 +79,10 @@ sigset_t BlockControlSignals() {
 
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
+  // Debian's absl keeps deadlock detection on (as absl does without NDEBUG), so every
+  // absl::Mutex libgrpc takes per call also updates a lock-order graph (GraphCycles): 4.5 % of
+  // the service's CPU under load (docs/BENCHMARKS.md). The in-process tests keep the detector.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
       "live-patching-service: answers akslivepatching.v1.LivePatchingService/GetComponentConfig "
       "for nodes that prove their identity with an IMDS attested document."};

@@ -43,7 +43,7 @@ std::string NowRfc3339() {
   return out;
 }
 
-void WriteAll(int fd, const std::string& s) {
+void WriteAll(int fd, std::string_view s) {
   size_t off = 0;
   while (off < s.size()) {
     ssize_t n = ::write(fd, s.data() + off, s.size() - off);
@@ -86,6 +86,12 @@ void Logger::Log(LogLevel level, std::string_view msg, std::initializer_list<Log
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ >= 0) WriteAll(fd_, line);
   if (to_stderr_) WriteAll(STDERR_FILENO, line);
+}
+
+void Logger::WriteFormatted(std::string_view lines) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fd_ >= 0) WriteAll(fd_, lines);
+  if (to_stderr_) WriteAll(STDERR_FILENO, lines);
 }
 
 Logger& NullLogger() {

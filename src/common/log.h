@@ -53,6 +53,10 @@ class Logger {
     Log(LogLevel::kError, msg, fields);
   }
 
+  // Lines formatted elsewhere in FormatLine's shape, each ending in '\n', written as they are
+  // to the same sinks (the service's per-call access log formats its own, without a DOM).
+  void WriteFormatted(std::string_view lines);
+
   // One JSON line, without the trailing newline; exposed for tests.
   static std::string FormatLine(LogLevel level, std::string_view msg,
                                 const std::vector<LogField>& fields);

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include "service/access_log.h"
+
 namespace hotfix::service {
 namespace {
 
@@ -155,21 +157,24 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   if (decision.authenticated) sample.subscription_id = decision.identity.subscription_id;
   options_.metrics->RecordCall(sample);
 
-  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
   // One line per call, fixed fields so log queries need no optional-field logic. The token
   // is not in CallDecision at all, so it cannot land here.
-  options_.access_log->Log(
-      decision.status.ok() ? LogLevel::kInfo : LogLevel::kWarn, "GetComponentConfig",
-      {{"peer", std::string(input.peer)},
-       {"vm_id", decision.identity.vm_id},
-       {"subscription_id", decision.identity.subscription_id},
-       {"insecure_identity", decision.identity.insecure},
-       {"component", Printable(input.component_name)},
-       {"code", StatusCodeName(decision.status.error_code())},
-       {"error", decision.status.error_message()},
-       {"identity_failure",
-        decision.identity_failure ? IdentityFailureName(*decision.identity_failure) : ""},
-       {"duration_us", static_cast<int64_t>(micros)}});
+  AccessLogEntry entry;
+  entry.peer = input.peer;
+  entry.vm_id = decision.identity.vm_id;
+  entry.subscription_id = decision.identity.subscription_id;
+  entry.insecure_identity = decision.identity.insecure;
+  std::string component = Printable(input.component_name);
+  entry.component = component;
+  entry.code = StatusCodeName(decision.status.error_code());
+  const std::string error = decision.status.error_message();  // grpc::Status returns a copy
+  entry.error = error;
+  entry.identity_failure =
+      decision.identity_failure ? IdentityFailureName(*decision.identity_failure) : "";
+  entry.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
+  options_.access_log->WriteFormatted(
+      FormatAccessLogLine(decision.status.ok() ? LogLevel::kInfo : LogLevel::kWarn, entry,
+                          std::chrono::system_clock::now()));
 }
 
 grpc::ServerUnaryReactor* LivePatchingServiceImpl::GetComponentConfig(

@@ -9,7 +9,9 @@
 
 #include <exception>
 #include <mutex>
-#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
 
 namespace hotfix::service {
 namespace {
@@ -128,14 +130,48 @@ struct PrometheusMetrics::Impl {
     for (const char* result : {"ok", "rejected_files", "error"}) reloads.Add({{"result", result}});
   }
 
-  // The subscription's own label while under the cap, "other" after.
-  std::string SubscriptionLabel(std::string_view subscription) {
-    std::lock_guard<std::mutex> lock(mu);
-    std::string key(subscription);
-    if (seen_subscriptions.count(key) != 0) return key;
-    if (seen_subscriptions.size() >= max_subscription_labels) return "other";
-    seen_subscriptions.insert(key);
-    return key;
+  // Family::Add builds a label map, hashes it and takes the family's lock; the series a call
+  // can land in are few and never removed, so each is looked up once and its counter kept.
+  prometheus::Counter& RequestCounter(std::string_view component, grpc::StatusCode code) {
+    thread_local std::string key;
+    const char* code_name = StatusCodeName(code);
+    key.assign(component).push_back('\0');
+    key.append(code_name);
+    {
+      std::shared_lock lock(cache_mu);
+      if (auto it = request_counters.find(key); it != request_counters.end()) return *it->second;
+    }
+    std::unique_lock lock(cache_mu);
+    prometheus::Counter*& counter = request_counters[key];
+    if (counter == nullptr) {
+      counter = &requests.Add({{"component", std::string(component)}, {"code", code_name}});
+    }
+    return *counter;
+  }
+
+  // The subscription's own series while under the cap, "other" after.
+  prometheus::Counter& SubscriptionCounter(std::string_view subscription) {
+    thread_local std::string key;
+    key.assign(subscription);
+    {
+      std::shared_lock lock(cache_mu);
+      if (auto it = subscription_counters.find(key); it != subscription_counters.end()) {
+        return *it->second;
+      }
+    }
+    std::unique_lock lock(cache_mu);
+    if (auto it = subscription_counters.find(key); it != subscription_counters.end()) {
+      return *it->second;
+    }
+    if (subscription_counters.size() >= max_subscription_labels) {
+      if (other_subscriptions == nullptr) {
+        other_subscriptions = &by_subscription.Add({{"subscription", "other"}});
+      }
+      return *other_subscriptions;
+    }
+    prometheus::Counter& counter = by_subscription.Add({{"subscription", key}});
+    subscription_counters.emplace(key, &counter);
+    return counter;
   }
 
   std::shared_ptr<prometheus::Registry> registry;
@@ -148,8 +184,12 @@ struct PrometheusMetrics::Impl {
   prometheus::Gauge& rejected_files;
   prometheus::Family<prometheus::Counter>& reloads;
   size_t max_subscription_labels;
-  std::mutex mu;
-  std::set<std::string> seen_subscriptions;
+  std::shared_mutex cache_mu;
+  // component + '\0' + code name -> its lp_requests_total series
+  std::unordered_map<std::string, prometheus::Counter*> request_counters;
+  // at most max_subscription_labels entries
+  std::unordered_map<std::string, prometheus::Counter*> subscription_counters;
+  prometheus::Counter* other_subscriptions = nullptr;
   std::unique_ptr<prometheus::Exposer> exposer;  // last: stops serving before the rest goes
 };
 
@@ -175,13 +215,10 @@ uint16_t PrometheusMetrics::port() const {
 }
 
 void PrometheusMetrics::RecordCall(const CallSample& sample) {
-  impl_->requests
-      .Add({{"component", std::string(sample.component)}, {"code", StatusCodeName(sample.code)}})
-      .Increment();
+  impl_->RequestCounter(sample.component, sample.code).Increment();
   impl_->latency.Observe(sample.seconds);
   if (!sample.subscription_id.empty()) {
-    impl_->by_subscription.Add({{"subscription", impl_->SubscriptionLabel(sample.subscription_id)}})
-        .Increment();
+    impl_->SubscriptionCounter(sample.subscription_id).Increment();
   }
 }
 

@@ -1,0 +1,34 @@
+// The access-log line of one GetComponentConfig call, formatted straight into a string: the
+// same JSON, field for field, that Logger::FormatLine makes ({"time":...,"level":...,
+// "msg":"GetComponentConfig",...}), without building a JSON DOM and calling strftime for
+// every call. Under load the DOM version was most of the service's own CPU
+// (docs/BENCHMARKS.md, "Where the service's time goes").
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/log.h"
+
+namespace hotfix::service {
+
+struct AccessLogEntry {
+  std::string_view peer;
+  std::string_view vm_id;
+  std::string_view subscription_id;
+  bool insecure_identity = false;
+  std::string_view component;  // already made printable by the caller
+  std::string_view code;
+  std::string_view error;
+  std::string_view identity_failure;
+  int64_t duration_us = 0;
+};
+
+// One line, ending in '\n'. Strings are escaped as nlohmann::json escapes them (invalid
+// UTF-8 replaced), so a log reader sees no difference from the Logger's own lines.
+std::string FormatAccessLogLine(LogLevel level, const AccessLogEntry& entry,
+                                std::chrono::system_clock::time_point now);
+
+}  // namespace hotfix::service
