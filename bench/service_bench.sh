@@ -12,8 +12,15 @@
 #   --conns C       h2load connections (default 10)
 #   --streams M     concurrent streams per connection (default 5): C*M = 50 in flight
 #   --idle-conns N  idle TLS+HTTP/2 connections for the memory figure (default 5000)
+#   --trivial       the ceiling: both servers with an empty handler instead (C++:
+#                   lps-trivial-bench-server, the service's gRPC set-up; Go: grpcgo-server
+#                   --trivial); no identity check, store, metrics or access log in either
 #   Ports (env): BENCH_SVC_PORT_BASE=18600 (uses BASE..BASE+7)
 #   BENCH_JOBS=2 (ninja -j), BUILD_ROOT=build (build dirs: bench-svc, bench-go-server)
+#   BENCH_CXX_ENV='VAR=value ...': environment for the C++ server only (e.g.
+#   GRPC_POLL_STRATEGY=poll), to try libgrpc's settings without a rebuild
+#   BENCH_NO_BUILD=1: run the binaries already in bench-svc (built by hand, e.g. while someone
+#   else's half-done change elsewhere in the tree does not compile)
 #
 # Throughput: h2load drives unary GetComponentConfig (5-byte gRPC framing + the protobuf
 # GetComponentConfigRequest{component_name:"aksNodeController"}) with the attested document in
@@ -31,7 +38,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-rounds=3 seconds=10 conns=10 streams=5 idle_conns=5000
+rounds=3 seconds=10 conns=10 streams=5 idle_conns=5000 trivial=0
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -39,6 +46,7 @@ while (($#)); do
     --conns) conns=$2; shift 2 ;;
     --streams) streams=$2; shift 2 ;;
     --idle-conns) idle_conns=$2; shift 2 ;;
+    --trivial) trivial=1; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -85,9 +93,12 @@ fi
 # ---------------------------------------------------------------------------------------
 log "build (Release; ninja -j$jobs)"
 scripts/install-deps.sh --bench >&2
-cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
-  -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-ninja -j"$jobs" -C "$build_root/bench-svc" live-patching-service imds-standin hotfix-agent >/dev/null
+if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
+  cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
+    -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
+  ninja -j"$jobs" -C "$build_root/bench-svc" live-patching-service lps-trivial-bench-server \
+    imds-standin hotfix-agent >/dev/null || die "build failed: ninja -C $build_root/bench-svc"
+fi
 bin=$root/$build_root/bench-svc/bin
 goserver=$(bench/grpcgo-server/build.sh "$root/$build_root/bench-go-server")
 benchclient=$(dirname "$goserver")/benchclient
@@ -111,17 +122,33 @@ pids+=($!)
 wait_port "$imds_port"
 for _ in $(seq 100); do [[ -s $work/etc/imds-root.pem ]] && break; sleep 0.1; done
 
-"$bin/live-patching-service" --listen "127.0.0.1:$cxx_port" --tls-cert "$work/etc/lps.pem" \
-  --tls-key "$work/etc/lps.key" --components-dir "$work/etc/components" \
-  --attestation-roots "$work/etc/imds-root.pem" --metrics-listen "127.0.0.1:$metrics_port" \
-  >"$work/cxx.log" 2>&1 &
-cxx_pid=$!
-pids+=($!)
-"$goserver" --listen "127.0.0.1:$go_port" --tls-cert "$work/etc/lps.pem" \
-  --tls-key "$work/etc/lps.key" --components-dir "$work/etc/components" \
-  --attestation-roots "$work/etc/imds-root.pem" >"$work/go.log" 2>&1 &
-go_pid=$!
-pids+=($!)
+if ((trivial)); then
+  cxx_label=trivial-libgrpc++ go_label=trivial-grpc-go
+  env ${BENCH_CXX_ENV:-} "$bin/lps-trivial-bench-server" --listen "127.0.0.1:$cxx_port" \
+    --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" --config "$config" \
+    >"$work/cxx.log" 2>&1 &
+  cxx_pid=$!
+  pids+=($!)
+  "$goserver" --trivial --listen "127.0.0.1:$go_port" --tls-cert "$work/etc/lps.pem" \
+    --tls-key "$work/etc/lps.key" --components-dir "$work/etc/components" \
+    --attestation-roots "$work/etc/imds-root.pem" >"$work/go.log" 2>&1 &
+  go_pid=$!
+  pids+=($!)
+else
+  cxx_label=live-patching-service go_label=grpc-go
+  env ${BENCH_CXX_ENV:-} "$bin/live-patching-service" --listen "127.0.0.1:$cxx_port" \
+    --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
+    --components-dir "$work/etc/components" \
+    --attestation-roots "$work/etc/imds-root.pem" --metrics-listen "127.0.0.1:$metrics_port" \
+    >"$work/cxx.log" 2>&1 &
+  cxx_pid=$!
+  pids+=($!)
+  "$goserver" --listen "127.0.0.1:$go_port" --tls-cert "$work/etc/lps.pem" \
+    --tls-key "$work/etc/lps.key" --components-dir "$work/etc/components" \
+    --attestation-roots "$work/etc/imds-root.pem" >"$work/go.log" 2>&1 &
+  go_pid=$!
+  pids+=($!)
+fi
 openssl s_server -quiet -accept "$api_port" -cert "$work/etc/apiserver.pem" \
   -key "$work/etc/apiserver.key" -alpn h2,http/1.1 -www >"$work/apiserver.log" 2>&1 &
 pids+=($!)
@@ -132,14 +159,13 @@ for pair in "cxx $cxx_proxy $cxx_port" "go $go_proxy $go_port"; do
     haproxy -db -f deploy/haproxy/haproxy.cfg >"$work/haproxy-$name.log" 2>&1 &
   pids+=($!)
 done
-for p in "$cxx_port" "$go_port" "$api_port" "$cxx_proxy" "$go_proxy" "$metrics_port"; do
-  wait_port "$p"
-done
+for p in "$cxx_port" "$go_port" "$api_port" "$cxx_proxy" "$go_proxy"; do wait_port "$p"; done
+((trivial)) || wait_port "$metrics_port"
 
-labels=(live-patching-service grpc-go)
-declare -A pid_of=([live-patching-service]=$cxx_pid [grpc-go]=$go_pid)
-declare -A proxy_of=([live-patching-service]=$cxx_proxy [grpc-go]=$go_proxy)
-declare -A port_of=([live-patching-service]=$cxx_port [grpc-go]=$go_port)
+labels=("$cxx_label" "$go_label")
+declare -A pid_of=([$cxx_label]=$cxx_pid [$go_label]=$go_pid)
+declare -A proxy_of=([$cxx_label]=$cxx_proxy [$go_label]=$go_proxy)
+declare -A port_of=([$cxx_label]=$cxx_port [$go_label]=$go_port)
 
 # ---------------------------------------------------------------------------------------
 log "token (IMDS attested document) and request body"
@@ -272,6 +298,7 @@ summary=$out/summary.md
        "kernel $(uname -r); loadavg before $load_before, after $load_after"
   dirty=$(git status --porcelain -- src cmd CMakeLists.txt bench/grpcgo-server | wc -l)
   echo "tree: $(git rev-parse --short HEAD)$( ((dirty)) && echo " + $dirty uncommitted files")"
+  [[ -z ${BENCH_CXX_ENV:-} ]] || echo "C++ server environment: $BENCH_CXX_ENV"
   echo "load: h2load -c $conns -m $streams ($((conns * streams)) streams), $rounds rounds x ${seconds} s per server, alternating"
   declare -A med_rps med_p50 med_p99
   for label in "${labels[@]}"; do
@@ -279,10 +306,14 @@ summary=$out/summary.md
     med_p50[$label]=$(col "$label" 4 | median)
     med_p99[$label]=$(col "$label" 5 | median)
   done
-  ratio=$(awk -v a="${med_rps[live-patching-service]}" -v b="${med_rps[grpc-go]}" 'BEGIN { printf "%.2f", a / b }')
+  ratio=$(awk -v a="${med_rps[$cxx_label]}" -v b="${med_rps[$go_label]}" 'BEGIN { printf "%.2f", a / b }')
   verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 1.5) ? "MET" : "MISSED" }')
   echo
-  echo "**goal (median calls/s live-patching-service / grpc-go >= 1.50): $verdict, ratio $ratio**"
+  if ((trivial)); then
+    echo "**ceiling run (--trivial, empty handlers): median calls/s $cxx_label / $go_label = $ratio**"
+  else
+    echo "**goal (median calls/s live-patching-service / grpc-go >= 1.50): $verdict, ratio $ratio**"
+  fi
   echo
   echo "## throughput and latency per round"
   echo
@@ -298,9 +329,9 @@ summary=$out/summary.md
     cpk=$(awk -F'\t' -v s="$label" '$2 == s { c += $8; n += $6 } END { printf "%.0f", c * 1e6 / n }' "$samples")
     echo "| $label | ${med_rps[$label]} | ${med_p50[$label]} | ${med_p99[$label]} | $cpk |"
   done
-  awk -v a="${med_rps[live-patching-service]}" -v b="${med_rps[grpc-go]}" \
-      -v c="${med_p50[live-patching-service]}" -v d="${med_p50[grpc-go]}" \
-      -v e="${med_p99[live-patching-service]}" -v f="${med_p99[grpc-go]}" \
+  awk -v a="${med_rps[$cxx_label]}" -v b="${med_rps[$go_label]}" \
+      -v c="${med_p50[$cxx_label]}" -v d="${med_p50[$go_label]}" \
+      -v e="${med_p99[$cxx_label]}" -v f="${med_p99[$go_label]}" \
     'BEGIN { printf "| **ratio C++ / Go** | %.2f | %.2f | %.2f | |\n", a / b, c / d, e / f }'
   echo
   echo "## memory (VmRSS, MB)"
@@ -311,7 +342,7 @@ summary=$out/summary.md
     awk -v l="$label" -v a="${rss_idle[$label]}" -v b="${rss_conns[$label]}" -v n="$idle_conns" \
       'BEGIN { printf "| %s | %.1f | %.1f | %.1f |\n", l, a / 1024, b / 1024, (b - a) / n }'
   done
-  awk -v a="${rss_conns[live-patching-service]}" -v b="${rss_conns[grpc-go]}" \
+  awk -v a="${rss_conns[$cxx_label]}" -v b="${rss_conns[$go_label]}" \
     'BEGIN { printf "| **ratio C++ / Go** | | %.2f | |\n", a / b }'
 } >"$summary"
 cat "$summary"

@@ -15,6 +15,8 @@
 //     msg, peer, vm_id, subscription_id, insecure_identity, component, code, error,
 //     identity_failure, duration_us), one write(2) per line like the C++ logger
 //     (--access-log=false turns it off).
+//     --trivial answers every call from the store and does nothing else (no identity check, no
+//     access log): the ceiling run, bench/service_bench.sh --trivial.
 //
 // Not replicated (nothing per call on this path in the bench's configuration, or a counter
 // increment): allow-list, rate limit, Prometheus metrics, health service, reflection.
@@ -149,6 +151,8 @@ type server struct {
 	store     map[string]string
 	accessLog bool
 	logMu     sync.Mutex
+	// The bench's ceiling (--trivial): answer from the store, nothing else per call.
+	trivial bool
 }
 
 func (s *server) logCall(ctx context.Context, start time.Time, id identity, name string, err error, failure string) {
@@ -191,6 +195,10 @@ func (s *server) logCall(ctx context.Context, start time.Time, id identity, name
 }
 
 func (s *server) GetComponentConfig(ctx context.Context, req *lpv1.GetComponentConfigRequest) (*lpv1.GetComponentConfigResponse, error) {
+	if s.trivial {
+		name := req.GetComponentName()
+		return &lpv1.GetComponentConfigResponse{ComponentName: name, Config: s.store[name]}, nil
+	}
 	start := time.Now()
 	id, resp, err, failure := s.call(ctx, req)
 	s.logCall(ctx, start, id, req.GetComponentName(), err, failure)
@@ -229,6 +237,7 @@ func main() {
 	rootsFile := flag.String("attestation-roots", "", "PEM bundle for the attested documents' signer")
 	signerName := flag.String("attestation-signer-name", "metadata.azure.com", "signer DNS name")
 	accessLog := flag.Bool("access-log", true, "one JSON line per call on stderr")
+	trivial := flag.Bool("trivial", false, "bench ceiling only: no identity check, no access log")
 	flag.Parse()
 	fail := func(f string, a ...interface{}) { fmt.Fprintf(os.Stderr, "grpcgo-server: "+f+"\n", a...); os.Exit(1) }
 
@@ -271,6 +280,7 @@ func main() {
 		auth:      &authenticator{roots: roots, signerName: *signerName, cache: map[[32]byte]identity{}},
 		store:     store,
 		accessLog: *accessLog,
+		trivial:   *trivial,
 	})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
