@@ -934,7 +934,9 @@ TEST_P(FaultMatrixTest, KeepsTheNodeSafe) {
   EXPECT_THAT(log, HasSubstr(fault.log_text));
   EXPECT_THAT(log, HasSubstr("check-hotfix completed"));
 
-  // The pointer is old or new, byte for byte, and no temp file is left beside it.
+  // The pointer is old or new, byte for byte, and no temp file is left beside it. (A FIFO
+  // left in its place would block the reads below.)
+  ASSERT_FALSE(fs::is_fifo(r.PointerPath())) << "the pointer is still a FIFO";
   switch (fault.pointer) {
     case PointerAfter::kOld:
       EXPECT_EQ(ReadAll(r.PointerPath()), kOldPointer);
