@@ -9,7 +9,7 @@
 //        |                       `--anything else-----------> TlsPeer "apiserver"
 //        `--HTTP--> ImdsStandin
 //
-// Each fault is one row of kFaults below and its own CTest test
+// Each fault is one row of Faults() below and its own CTest test
 // (FaultMatrix/FaultMatrixTest.KeepsTheNodeSafe/<name>). With LP_FAULT_MATRIX_REPORT=<file>
 // every case appends "name<TAB>outcome<TAB>pointer<TAB>wall ms" to it (docs/RELIABILITY.md's
 // table is made from that).
@@ -25,6 +25,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include <gmock/gmock.h>
