@@ -89,18 +89,6 @@ std::string EventMessage(const CheckHotfixResult& result) {
   return msg;
 }
 
-void ReportEvent(const std::string& events_dir, bool error, const std::string& message,
-                 std::chrono::system_clock::time_point start, Logger& log) {
-  GuestAgentEvent event;
-  event.task = "CheckHotfix";
-  event.error = error;
-  event.message = message;
-  event.start = start;
-  event.end = std::chrono::system_clock::now();
-  Status st = WriteGuestAgentEvent(events_dir, event);
-  if (!st.ok()) log.Error("failed to write guest agent event", {{"error", st}});
-}
-
 }  // namespace
 
 const char* OutcomeName(Outcome outcome) {
@@ -167,12 +155,14 @@ CheckHotfixResult RunCheckHotfixCommand(const CheckHotfixOptions& options, LpsFe
   if (!panic.empty()) {
     log.Error("check-hotfix panicked (fail-open)", {{"panic", panic}});
     if (!options.dry_run) {
-      ReportEvent(events_dir, true, "check-hotfix outcome=failed panic=" + panic, start, log);
+      ReportRunEvent(events_dir, "CheckHotfix", true, "check-hotfix outcome=failed panic=" + panic,
+                     start, log);
     }
     return Failed(Status::Internal("panic=" + panic));
   }
   if (!options.dry_run) {
-    ReportEvent(events_dir, result.outcome == Outcome::kFailed, EventMessage(result), start, log);
+    ReportRunEvent(events_dir, "CheckHotfix", result.outcome == Outcome::kFailed,
+                   EventMessage(result), start, log);
   }
   if (result.error.ok()) {
     log.Info("check-hotfix completed", {{"outcome", OutcomeName(result.outcome)}});

@@ -161,15 +161,10 @@ void InstallBinaryIfTargeted(const DownloadHotfixOptions& options, const HotfixP
 
 void ReportEvent(const std::string& events_dir, const DownloadHotfixResult& result,
                  std::chrono::system_clock::time_point start, Logger& log) {
-  GuestAgentEvent event;
-  event.task = "DownloadHotfix";
-  event.error = result.exit_code != 0 || result.binary == BinaryOutcome::kPointerUnreadable ||
-                result.scripts == ScriptsOutcome::kFailed;
-  event.message = DownloadHotfixEventMessage(result);
-  event.start = start;
-  event.end = std::chrono::system_clock::now();
-  Status st = WriteGuestAgentEvent(events_dir, event);
-  if (!st.ok()) log.Error("failed to write guest agent event", {{"error", st}});
+  const bool error = result.exit_code != 0 || result.binary == BinaryOutcome::kPointerUnreadable ||
+                     result.scripts == ScriptsOutcome::kFailed;
+  ReportRunEvent(events_dir, "DownloadHotfix", error, DownloadHotfixEventMessage(result), start,
+                 log);
 }
 
 }  // namespace

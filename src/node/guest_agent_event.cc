@@ -82,4 +82,17 @@ Status WriteGuestAgentEvent(const std::string& dir, const GuestAgentEvent& event
   return Status::Ok();
 }
 
+void ReportRunEvent(const std::string& dir, const std::string& task, bool error,
+                    const std::string& message, std::chrono::system_clock::time_point start,
+                    Logger& log) {
+  GuestAgentEvent event;
+  event.task = task;
+  event.error = error;
+  event.message = message;
+  event.start = start;
+  event.end = std::chrono::system_clock::now();
+  Status st = WriteGuestAgentEvent(dir, event);
+  if (!st.ok()) log.Error("failed to write guest agent event", {{"error", st}});
+}
+
 }  // namespace hotfix::node

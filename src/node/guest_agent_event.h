@@ -26,4 +26,10 @@ std::string FormatGuestAgentEvent(const GuestAgentEvent& event);
 // is written atomically, so a reader never sees half an event.
 Status WriteGuestAgentEvent(const std::string& dir, const GuestAgentEvent& event);
 
+// The one event of a command run that began at `start` and ends now. Telemetry never fails a
+// run: a write error is only logged, as ERROR "failed to write guest agent event".
+void ReportRunEvent(const std::string& dir, const std::string& task, bool error,
+                    const std::string& message, std::chrono::system_clock::time_point start,
+                    Logger& log);
+
 }  // namespace hotfix::node

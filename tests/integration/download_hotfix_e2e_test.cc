@@ -148,6 +148,11 @@ class DownloadHotfixE2eTest : public ::testing::Test {
     for (const auto& c : Calls()) names.push_back(c[0]);
     return names;
   }
+  // True once a stand-in has been called (up to 5 s).
+  bool WaitForFirstCall() const {
+    for (int i = 0; i < 500 && node_.Read("calls").empty(); ++i) std::this_thread::sleep_for(10ms);
+    return !node_.Read("calls").empty();
+  }
   Json OnlyEvent() const {
     std::vector<fs::path> events;
     for (const auto& e : fs::directory_iterator(node_.File("events"))) events.push_back(e.path());
@@ -281,8 +286,7 @@ TEST_F(DownloadHotfixE2eTest, SigtermStopsAHungInstallPromptly) {
   Tool("dpkg", "exec sleep 60\n");
   Subprocess agent(Spawn({}));
   // Wait until the stand-in runs, then ask the agent to stop.
-  for (int i = 0; i < 500 && node_.Read("calls").empty(); ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_FALSE(node_.Read("calls").empty());
+  ASSERT_TRUE(WaitForFirstCall());
   ::kill(agent.pid(), SIGTERM);
   ExitStatus status = agent.Wait(20s);
   EXPECT_FALSE(status.timed_out);
@@ -377,8 +381,7 @@ TEST_F(DownloadHotfixE2eTest, ASecondConcurrentRunDoesNothing) {
   PackageBinary("b");
   Tool("dpkg", "exec sleep 60\n");
   Subprocess first(Spawn({}));
-  for (int i = 0; i < 500 && node_.Read("calls").empty(); ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_FALSE(node_.Read("calls").empty());
+  ASSERT_TRUE(WaitForFirstCall());
   RunResult second = Agent();
   EXPECT_TRUE(second.status.success());
   EXPECT_THAT(second.stderr_text, HasSubstr("another download-hotfix run holds the lock"));
