@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <charconv>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 
@@ -19,6 +20,8 @@ namespace {
 constexpr size_t kMaxCustomDataBytes = 16u << 20;
 constexpr size_t kMaxDecodedFileBytes = 64u << 20;
 constexpr char kBinaryTag[] = "tag:yaml.org,2002:binary";
+// Other writers (check-hotfix, the binary staging) hold a folder lock for milliseconds.
+constexpr auto kFolderLockWait = std::chrono::seconds(10);
 
 const char* KindName(const YAML::Node& node) {
   switch (node.Type()) {
@@ -119,9 +122,14 @@ std::string FollowSymlink(const std::string& path) {
 
 Status WriteOne(const FileToWrite& file) {
   const std::string path = FollowSymlink(file.path);
-  if (Status st = MakeFolders(DirName(path), 0755, "folder"); !st.ok()) return st;
+  const std::string dir = DirName(path);
+  if (Status st = MakeFolders(dir, 0755, "folder"); !st.ok()) return st;
+  StatusOr<FolderLock> lock = FolderLock::Acquire(dir, Deadline::After(kFolderLockWait));
+  if (!lock.ok()) return lock.status().Annotate("writing " + path);
+  // Under the lock a temp file can only be a killed run's: nothing else would ever remove it.
+  RemoveStaleTempFiles(dir, kWriteFilesTempPrefix);
   AtomicWriteOptions options;
-  options.temp_prefix = ".aks-node-controller-write-";
+  options.temp_prefix = kWriteFilesTempPrefix;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return Status::IoError("writing " + path + ": is a directory");

@@ -14,6 +14,9 @@
 
 namespace hotfix::node {
 
+// Temp files of write_files entries: "<target folder>/.aks-node-controller-write-XXXXXX".
+inline constexpr char kWriteFilesTempPrefix[] = ".aks-node-controller-write-";
+
 // One write_files entry as YAML gives it. `content` is already base64-decoded when the YAML
 // node is tagged !!binary (how cloud-init carries gzip bytes).
 struct WriteFileEntry {
@@ -49,6 +52,8 @@ struct ApplyNodeCustomDataResult {
 // file untouched, and a crash leaves each file old or new. Parent folders are created 0755. A
 // new file gets the entry's permission bits (less the umask, as os.WriteFile does); an
 // existing file keeps its mode and owner. A symlink is followed, as os.WriteFile follows it.
+// Each file is written under its folder's FolderLock, which also removes the temp files a
+// killed run left there.
 StatusOr<ApplyNodeCustomDataResult> ApplyNodeCustomData(const std::string& path, bool dry_run,
                                                         Logger& log);
 

@@ -217,6 +217,16 @@ TEST_F(NodeCustomDataTest, AFolderInTheWayIsAnErrorAndLeavesNoTemp) {
   EXPECT_THAT(root_.Names(), ElementsAre("dir"));
 }
 
+// A run killed between creating its temp file and the rename leaves the temp behind; the next
+// run must remove it, or each crash would leak a copy of the file into the target's folder.
+TEST_F(NodeCustomDataTest, RemovesTempFilesAKilledRunLeft) {
+  root_.Write(".aks-node-controller-write-AbC123", "half a script");
+  root_.Write(".aks-node-controller-update-XYZ", "the binary staging's own temp: not ours");
+  ASSERT_TRUE(Apply("write_files:\n- {path: " + At("f") + ", content: x}\n").ok());
+  EXPECT_THAT(root_.Names(), ElementsAre(".aks-node-controller-update-XYZ", "f"));
+  EXPECT_EQ(Slurp(At("f")), "x");
+}
+
 TEST(ParseNodeCustomData, KeepsUnknownKeysOutAndNullEntriesEmpty) {
   auto entries = ParseNodeCustomData(
       "write_files:\n- path: /a\n  append: true\n  defer: true\n  content: c\n-\n");
