@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -278,7 +277,19 @@ struct DirectoryStore::Impl {
   std::chrono::milliseconds PollInterval() const;
 
   const DirectoryStoreOptions options;
-  std::atomic<std::shared_ptr<const StoreSnapshot>> current;
+  // Not std::atomic<std::shared_ptr>: libstdc++ 12's load() releases its internal lock with a
+  // relaxed store, so a store() racing a load() is a data race (ThreadSanitizer reports it).
+  // Holding current_mu only to copy the pointer costs an uncontended lock per call.
+  std::shared_ptr<const StoreSnapshot> Current() const {
+    std::lock_guard<std::mutex> lock(current_mu);
+    return current;
+  }
+  void SetCurrent(std::shared_ptr<const StoreSnapshot> next) {
+    std::lock_guard<std::mutex> lock(current_mu);
+    current = std::move(next);
+  }
+  mutable std::mutex current_mu;
+  std::shared_ptr<const StoreSnapshot> current;  // guarded by current_mu
   std::mutex reload_mu;  // one reload at a time: the watcher's and Reload()'s callers'
   int inotify_fd = -1;
   int watch = -1;    // the folder's watch descriptor, -1 while there is none
@@ -301,7 +312,7 @@ DirectoryStore::Impl::~Impl() {
 ReloadReport DirectoryStore::Impl::Reload() {
   std::lock_guard<std::mutex> lock(reload_mu);
   ReloadReport report;
-  std::shared_ptr<const StoreSnapshot> old = current.load();
+  std::shared_ptr<const StoreSnapshot> old = Current();
   report.generation = old ? old->generation : 0;
   StatusOr<FolderScan> scan = ScanFolder(options);
   if (!scan.ok()) {
@@ -321,7 +332,7 @@ ReloadReport DirectoryStore::Impl::Reload() {
       next->generation = report.generation + 1;
       next->config = std::move(config);
       next->loaded_at = std::chrono::system_clock::now();
-      current.store(std::move(next));
+      SetCurrent(std::move(next));
       report.swapped = true;
       report.generation += 1;
     }
@@ -438,9 +449,7 @@ DirectoryStore::DirectoryStore(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 
 DirectoryStore::~DirectoryStore() = default;
 
-std::shared_ptr<const StoreSnapshot> DirectoryStore::Current() const {
-  return impl_->current.load();
-}
+std::shared_ptr<const StoreSnapshot> DirectoryStore::Current() const { return impl_->Current(); }
 
 ReloadReport DirectoryStore::Reload() { return impl_->Reload(); }
 

@@ -624,5 +624,34 @@ TEST_F(DirectoryStoreTest, CurrentIsSafeWhileReloading) {
   EXPECT_TRUE(whole);
 }
 
+// Found by ThreadSanitizer: with std::atomic<std::shared_ptr> (libstdc++ 12), a reload's store
+// raced the calls' loads. Readers on other threads while reloads swap snapshots; under
+// -DHOTFIX_TSAN=ON any race fails the run, elsewhere every read must see a whole snapshot.
+TEST_F(DirectoryStoreTest, CallsReadWhileReloadsSwap) {
+  WriteAtomically(dir_.File(kAksFile), kAksV1);
+  auto store = StartStore(Options());
+  ASSERT_NE(store, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> torn{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 2; ++i) {
+    readers.emplace_back([&] {
+      while (!stop) {
+        auto snap = store->Current();
+        if (snap == nullptr || !(HasConfig(*snap, kAks, kAksV1) || HasConfig(*snap, kAks, kAksV2)))
+          ++torn;
+      }
+    });
+  }
+  for (int i = 0; i < 20; ++i) {
+    WriteAtomically(dir_.File(kAksFile), i % 2 ? kAksV1 : kAksV2);
+    store->Reload();
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(torn, 0);
+  EXPECT_TRUE(HasConfig(*store->Current(), kAks, kAksV1));
+}
+
 }  // namespace
 }  // namespace hotfix::service
