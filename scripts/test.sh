@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, builds with ASan+UBSan and -Werror, runs every
-# test (unit and integration: real libgrpc++ server, real HAProxy, real certificates) in CTest.
-#   scripts/test.sh [extra ctest args, e.g. -L unit or -R Nbc]
+# test (unit and integration: real libgrpc++ server, real HAProxy, real certificates) in CTest;
+# then the service's tests again under ThreadSanitizer, and every fuzz target briefly
+# (docs/RELIABILITY.md).
+#   scripts/test.sh [extra ctest args, e.g. -L unit or -R Nbc]   (they apply to the first run)
+#   SKIP_TSAN=1 / SKIP_FUZZ=1 leave out the second and third parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,3 +16,37 @@ ninja -C "$build" -j"$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300 "$@"
+
+if [[ -z ${SKIP_TSAN:-} ]]; then
+  # The service is the multi-threaded side (gRPC's callback threads, the store's watcher, the
+  # cache and the rate limiter): its unit tests, and the integration tests that run it in
+  # process or as a binary, built with -fsanitize=thread. Only those targets are built.
+  tsan=${TSAN_BUILD_DIR:-build/tsan}
+  cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=-O1 \
+    -DCMAKE_CXX_FLAGS=-O1 -DHOTFIX_TSAN=ON -DHOTFIX_WERROR=ON \
+    -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
+  tsan_targets=(service_e2e_test nginx_routing_test deploy_config_test)
+  for f in tests/service/*_test.cc; do tsan_targets+=("$(basename "$f" .cc)"); done
+  ninja -C "$tsan" -j"$(nproc)" "${tsan_targets[@]}"
+  # Reports go to files as well as failing the process: a race in a service binary a test
+  # runs is caught even when the test only looks at its answers.
+  reports=$PWD/$tsan/tsan-reports
+  rm -rf "$reports"
+  mkdir -p "$reports"
+  export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1 log_path=$reports/report"
+  tsan_rc=0
+  # Tests of executables not built here show up as <name>_NOT_BUILT: not this run's.
+  ctest --test-dir "$tsan" --output-on-failure -j"$(nproc)" --timeout 300 -E '_NOT_BUILT$' ||
+    tsan_rc=$?
+  if compgen -G "$reports/report*" >/dev/null; then
+    echo "ThreadSanitizer reports:" >&2
+    cat "$reports"/report* >&2
+    tsan_rc=1
+  fi
+  unset TSAN_OPTIONS
+  ((tsan_rc == 0)) || exit "$tsan_rc"
+fi
+
+if [[ -z ${SKIP_FUZZ:-} ]]; then
+  scripts/fuzz.sh --short
+fi
