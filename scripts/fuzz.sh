@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target (tests/fuzz) from its seed corpus and prints what each reached.
 #   scripts/fuzz.sh [--short] [--update-corpus] [target ...]
-#     --short          CI: each target FUZZ_SECONDS=25 (default 300 without it)
+#     --short          CI: each target FUZZ_SECONDS=20 (default 300 without it)
 #     --update-corpus  merge inputs that add coverage back into tests/fuzz/corpus/<target>
 #                      (never done otherwise: runs work on a copy)
 #     target ...       only these (hotfix_pointer, grpc_response, ...); default all
@@ -23,7 +23,7 @@ for arg in "$@"; do
     *) targets+=("$arg") ;;
   esac
 done
-if ((short)); then seconds=${FUZZ_SECONDS:-25}; else seconds=${FUZZ_SECONDS:-300}; fi
+if ((short)); then seconds=${FUZZ_SECONDS:-20}; else seconds=${FUZZ_SECONDS:-300}; fi
 jobs=${FUZZ_JOBS:-$(nproc)}
 
 build=build/fuzz
