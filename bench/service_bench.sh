@@ -78,17 +78,10 @@ trap 'exit 130' INT TERM
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 die() { echo "service_bench: $*" >&2; exit 1; }
-wait_port() {
-  for _ in $(seq 100); do nc -z 127.0.0.1 "$1" 2>/dev/null && return 0; sleep 0.1; done
-  die "nothing listens on 127.0.0.1:$1 (see $work/*.log)"
-}
-for p in $(seq "$base" $((base + 7))); do
-  if nc -z 127.0.0.1 "$p" 2>/dev/null; then die "port $p is in use; set BENCH_SVC_PORT_BASE"; fi
-done
-need_fds=$((idle_conns + 1000))
-if (($(ulimit -n) < need_fds)); then
-  ulimit -n "$need_fds" 2>/dev/null || die "ulimit -n $need_fds refused (hard limit $(ulimit -Hn))"
-fi
+source bench/lib/stack.sh
+wait_port() { stack_wait_port "$1" "$work"; }
+stack_ports_free "$base" $((base + 7)) BENCH_SVC_PORT_BASE
+stack_raise_fds $((idle_conns + 1000))
 
 # ---------------------------------------------------------------------------------------
 log "build (Release; ninja -j$jobs)"
@@ -116,11 +109,7 @@ cat >"$work/node/aks-node-controller-config.json" <<JSON
 }
 JSON
 
-"$bin/imds-standin" --listen "127.0.0.1:$imds_port" --write-signer-ca "$work/etc/imds-root.pem" \
-  >"$work/imds.log" 2>&1 &
-pids+=($!)
-wait_port "$imds_port"
-for _ in $(seq 100); do [[ -s $work/etc/imds-root.pem ]] && break; sleep 0.1; done
+stack_start_imds "$bin" "$imds_port" "$work/etc/imds-root.pem" "$work/imds.log"
 
 if ((trivial)); then
   cxx_label=trivial-libgrpc++ go_label=trivial-grpc-go
@@ -149,15 +138,11 @@ else
   go_pid=$!
   pids+=($!)
 fi
-openssl s_server -quiet -accept "$api_port" -cert "$work/etc/apiserver.pem" \
-  -key "$work/etc/apiserver.key" -alpn h2,http/1.1 -www >"$work/apiserver.log" 2>&1 &
-pids+=($!)
+stack_start_apiserver "$api_port" "$work/etc/apiserver.pem" "$work/etc/apiserver.key" \
+  "$work/apiserver.log"
 for pair in "cxx $cxx_proxy $cxx_port" "go $go_proxy $go_port"; do
   read -r name pport sport <<<"$pair"
-  LP_FRONTEND_BIND="127.0.0.1:$pport" LP_SERVICE_ADDR="127.0.0.1:$sport" \
-    LP_APISERVER_ADDR="127.0.0.1:$api_port" \
-    haproxy -db -f deploy/haproxy/haproxy.cfg >"$work/haproxy-$name.log" 2>&1 &
-  pids+=($!)
+  stack_start_haproxy "$pport" "$sport" "$api_port" "$work/haproxy-$name.log"
 done
 for p in "$cxx_port" "$go_port" "$api_port" "$cxx_proxy" "$go_proxy"; do wait_port "$p"; done
 ((trivial)) || wait_port "$metrics_port"
@@ -169,12 +154,7 @@ declare -A port_of=([$cxx_label]=$cxx_port [$go_label]=$go_port)
 
 # ---------------------------------------------------------------------------------------
 log "token (IMDS attested document) and request body"
-curl -sf -H 'Metadata: true' \
-  "http://127.0.0.1:$imds_port/metadata/attested/document?api-version=2025-04-07" \
-  >"$work/attested.json" || die "IMDS stand-in did not answer"
-sed -n 's/.*"signature" *: *"\([^"]*\)".*/\1/p' "$work/attested.json" | tr -d '\n' \
-  >"$work/token"
-[[ -s $work/token ]] || die "no signature in $(<"$work/attested.json")"
+stack_fetch_token "$imds_port" "$work"
 printf '\x00\x00\x00\x00\x13\x0a\x11aksNodeController' >"$work/request.bin"
 
 metric_ok() {  # the C++ service's lp_requests_total{...code="OK"...}, summed

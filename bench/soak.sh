@@ -55,18 +55,10 @@ trap 'exit 130' INT TERM
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 die() { echo "soak: FAIL: $*" >&2; exit 1; }
-wait_port() {
-  for _ in $(seq 100); do nc -z 127.0.0.1 "$1" 2>/dev/null && return 0; sleep 0.1; done
-  die "nothing listens on 127.0.0.1:$1 (see $work/*.log)"
-}
-for p in $(seq "$base" $((base + 5))); do
-  if nc -z 127.0.0.1 "$p" 2>/dev/null; then die "port $p is in use; set SOAK_PORT_BASE"; fi
-done
+source bench/lib/stack.sh
+stack_ports_free "$base" $((base + 5)) SOAK_PORT_BASE
 # connhold's sockets, and twice as many in HAProxy (client and server side of each).
-need_fds=$((3 * (n_idle + n_silent + n_slow + n_hello) + 2000))
-if (($(ulimit -n) < need_fds)); then
-  ulimit -n "$need_fds" 2>/dev/null || die "ulimit -n $need_fds refused (hard limit $(ulimit -Hn))"
-fi
+stack_raise_fds $((3 * (n_idle + n_silent + n_slow + n_hello) + 2000))
 
 # ---------------------------------------------------------------------------------------
 bin=$root/$build_root/bench-svc/bin
@@ -91,11 +83,7 @@ valid_config() { printf '{"hotfixes":{"202604.01":"202604.01.%d"}}' "$1"; }
 invalid_config='{"hotfixes":{"202604.01":"not-a-version"}}'
 valid_config 0 >"$work/etc/components/aksNodeController.json"
 
-"$bin/imds-standin" --listen "127.0.0.1:$imds_port" --write-signer-ca "$work/etc/imds-root.pem" \
-  >"$work/imds.log" 2>&1 &
-pids+=($!)
-wait_port "$imds_port"
-for _ in $(seq 100); do [[ -s $work/etc/imds-root.pem ]] && break; sleep 0.1; done
+stack_start_imds "$bin" "$imds_port" "$work/etc/imds-root.pem" "$work/imds.log"
 
 "$bin/live-patching-service" --listen "127.0.0.1:$svc_port" \
   --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
@@ -103,20 +91,11 @@ for _ in $(seq 100); do [[ -s $work/etc/imds-root.pem ]] && break; sleep 0.1; do
   --metrics-listen "127.0.0.1:$metrics_port" >"$work/service.log" 2>&1 &
 svc_pid=$!
 pids+=($!)
-openssl s_server -quiet -accept "$api_port" -cert "$work/etc/apiserver.pem" \
-  -key "$work/etc/apiserver.key" -alpn h2,http/1.1 -www >"$work/apiserver.log" 2>&1 &
-pids+=($!)
-LP_FRONTEND_BIND="127.0.0.1:$proxy_port" LP_SERVICE_ADDR="127.0.0.1:$svc_port" \
-  LP_APISERVER_ADDR="127.0.0.1:$api_port" \
-  haproxy -db -f deploy/haproxy/haproxy.cfg >"$work/haproxy.log" 2>&1 &
-pids+=($!)
-for p in "$svc_port" "$api_port" "$proxy_port" "$metrics_port"; do wait_port "$p"; done
-
-curl -sf -H 'Metadata: true' \
-  "http://127.0.0.1:$imds_port/metadata/attested/document?api-version=2025-04-07" \
-  >"$work/attested.json" || die "IMDS stand-in did not answer"
-sed -n 's/.*"signature" *: *"\([^"]*\)".*/\1/p' "$work/attested.json" | tr -d '\n' >"$work/token"
-[[ -s $work/token ]] || die "no signature in the attested document"
+stack_start_apiserver "$api_port" "$work/etc/apiserver.pem" "$work/etc/apiserver.key" \
+  "$work/apiserver.log"
+stack_start_haproxy "$proxy_port" "$svc_port" "$api_port" "$work/haproxy.log"
+for p in "$svc_port" "$api_port" "$proxy_port" "$metrics_port"; do stack_wait_port "$p" "$work"; done
+stack_fetch_token "$imds_port" "$work"
 # GetComponentConfigRequest{component_name:"aksNodeController"} in gRPC framing.
 printf '\x00\x00\x00\x00\x13\x0a\x11aksNodeController' >"$work/request.bin"
 

@@ -1,0 +1,57 @@
+# shellcheck shell=bash
+# The service stack's start-up, shared by bench/service_bench.sh and bench/soak.sh (sourced).
+# Every function that starts a process appends its PID to the caller's `pids` array, which the
+# caller's EXIT trap kills; failures go through the caller's `die`.
+
+# stack_wait_port PORT [LOGDIR]: until something listens on 127.0.0.1:PORT (10 s).
+stack_wait_port() {
+  for _ in $(seq 100); do nc -z 127.0.0.1 "$1" 2>/dev/null && return 0; sleep 0.1; done
+  die "nothing listens on 127.0.0.1:$1 (see ${2:-the logs})"
+}
+
+# stack_ports_free FIRST LAST ENVVAR: refuses to start on ports someone else holds.
+stack_ports_free() {
+  local p
+  for p in $(seq "$1" "$2"); do
+    if nc -z 127.0.0.1 "$p" 2>/dev/null; then die "port $p is in use; set $3"; fi
+  done
+}
+
+# stack_raise_fds N: the open-file limit for the held connections (and what HAProxy inherits).
+stack_raise_fds() {
+  if (($(ulimit -n) < $1)); then
+    ulimit -n "$1" 2>/dev/null || die "ulimit -n $1 refused (hard limit $(ulimit -Hn))"
+  fi
+}
+
+# stack_start_imds BIN PORT ROOT_PEM LOG: the IMDS stand-in, waiting for its signer root.
+stack_start_imds() {
+  "$1/imds-standin" --listen "127.0.0.1:$2" --write-signer-ca "$3" >"$4" 2>&1 &
+  pids+=($!)
+  stack_wait_port "$2" "$4"
+  for _ in $(seq 100); do [[ -s $3 ]] && break; sleep 0.1; done
+}
+
+# stack_start_apiserver PORT CERT KEY LOG: the apiserver stand-in behind the proxy's default
+# route (anything that does not offer ALPN aks-live-patching).
+stack_start_apiserver() {
+  openssl s_server -quiet -accept "$1" -cert "$2" -key "$3" -alpn h2,http/1.1 -www >"$4" 2>&1 &
+  pids+=($!)
+}
+
+# stack_start_haproxy FRONT_PORT SERVICE_PORT APISERVER_PORT LOG: deploy/haproxy/haproxy.cfg.
+stack_start_haproxy() {
+  LP_FRONTEND_BIND="127.0.0.1:$1" LP_SERVICE_ADDR="127.0.0.1:$2" \
+    LP_APISERVER_ADDR="127.0.0.1:$3" haproxy -db -f deploy/haproxy/haproxy.cfg >"$4" 2>&1 &
+  pids+=($!)
+}
+
+# stack_fetch_token IMDS_PORT DIR: DIR/attested.json and its signature in DIR/token (the
+# node's `authorization` value).
+stack_fetch_token() {
+  curl -sf -H 'Metadata: true' \
+    "http://127.0.0.1:$1/metadata/attested/document?api-version=2025-04-07" \
+    >"$2/attested.json" || die "IMDS stand-in did not answer"
+  sed -n 's/.*"signature" *: *"\([^"]*\)".*/\1/p' "$2/attested.json" | tr -d '\n' >"$2/token"
+  [[ -s $2/token ]] || die "no signature in $(<"$2/attested.json")"
+}
