@@ -15,6 +15,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bin_dir.h"
+#include "common/base64.h"
 #include "fake_lps_server.h"
 #include "haproxy.h"
 #include "hello_tap.h"
@@ -42,30 +44,6 @@ constexpr char kPreSeeded[] = R"({"version":"202604.01.2","scripts_version":"202
 // Generous bounds only: the budget is 3 s for the exchange plus up to 2 s for IMDS's retry.
 constexpr auto kRunTimeout = std::chrono::seconds(30);
 constexpr auto kWithinBudget = std::chrono::milliseconds(8000);
-
-std::string BinDir() {
-  const char* dir = std::getenv("LP_BIN_DIR");
-  return dir != nullptr ? dir : LP_DEFAULT_BIN_DIR;
-}
-
-std::string Base64(const std::string& raw) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < raw.size(); i += 3) {
-    uint32_t n = (uint8_t(raw[i]) << 16) | (uint8_t(raw[i + 1]) << 8) | uint8_t(raw[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(n >> s) & 63];
-  }
-  if (i + 1 == raw.size()) {
-    uint32_t n = uint8_t(raw[i]) << 16;
-    out += std::string{kAlphabet[(n >> 18) & 63], kAlphabet[(n >> 12) & 63], '=', '='};
-  } else if (i + 2 == raw.size()) {
-    uint32_t n = (uint8_t(raw[i]) << 16) | (uint8_t(raw[i + 1]) << 8);
-    out += std::string{kAlphabet[(n >> 18) & 63], kAlphabet[(n >> 12) & 63],
-                       kAlphabet[(n >> 6) & 63], '='};
-  }
-  return out;
-}
 
 mode_t ModeOf(const std::filesystem::path& p) {
   struct stat st {};
@@ -129,7 +107,7 @@ class CheckHotfixE2eTest : public ::testing::Test {
   void WriteNodeConfig(const std::string& ca_pem, const std::string& extra = "") {
     Json config = {{"version", "v1"},
                    {"api_server_config", {{"api_server_name", kFqdn}}},
-                   {"kubernetes_ca_cert", Base64(ca_pem)}};
+                   {"kubernetes_ca_cert", EncodeStdBase64(ca_pem)}};
     std::string text = config.dump();
     if (!extra.empty()) text = text.substr(0, text.size() - 1) + "," + extra + "}";
     dir_.Write("config.json", text);
@@ -448,7 +426,7 @@ TEST_F(CheckHotfixE2eTest, FallsBackToNbcCmdWhenTheNodeConfigIsAbsent) {
   std::filesystem::remove(dir_.File("config.json"));
   dir_.Write("nbc-cmd.sh", std::string("PROVISION_OUTPUT=\"/var/log/azure/cluster-provision.log\"; "
                                        "API_SERVER_NAME=") +
-                               kFqdn + " KUBE_CA_CRT=\"" + Base64(ca_.cert_pem()) +
+                               kFqdn + " KUBE_CA_CRT=\"" + EncodeStdBase64(ca_.cert_pem()) +
                                "\" /usr/bin/nohup /bin/bash -c \"/bin/bash /opt/azure/"
                                "containers/provision_start.sh\"");
   AgentRun run = Run();

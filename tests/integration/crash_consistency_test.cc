@@ -37,6 +37,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bin_dir.h"
+#include "common/base64.h"
 #include "fake_lps_server.h"
 #include "haproxy.h"
 #include "hello_tap.h"
@@ -63,11 +65,6 @@ constexpr char kRunLockName[] = ".aks-node-controller-download-hotfix.lock";
 const std::vector<std::string> kStagingSyscalls = {"openat", "write",      "fchmod", "fchown",
                                                    "fsync",  "close",      "rename", "flock",
                                                    "unlink", "getdents64", "mkdir"};
-
-std::string BinDir() {
-  const char* dir = std::getenv("LP_BIN_DIR");
-  return dir != nullptr ? dir : LP_DEFAULT_BIN_DIR;
-}
 
 std::optional<long> EnvNumber(const char* name) {
   const char* v = std::getenv(name);
@@ -319,25 +316,6 @@ constexpr char kOldPointer[] =
 constexpr char kNewPointer[] =
     R"({"version":"202604.01.2","scripts_version":"202604.01.1","hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}})";
 
-std::string Base64(const std::string& raw) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < raw.size(); i += 3) {
-    uint32_t n = (uint8_t(raw[i]) << 16) | (uint8_t(raw[i + 1]) << 8) | uint8_t(raw[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(n >> s) & 63];
-  }
-  if (i + 1 == raw.size()) {
-    uint32_t n = uint8_t(raw[i]) << 16;
-    out += std::string{kAlphabet[(n >> 18) & 63], kAlphabet[(n >> 12) & 63], '=', '='};
-  } else if (i + 2 == raw.size()) {
-    uint32_t n = (uint8_t(raw[i]) << 16) | (uint8_t(raw[i + 1]) << 8);
-    out += std::string{kAlphabet[(n >> 18) & 63], kAlphabet[(n >> 12) & 63],
-                       kAlphabet[(n >> 6) & 63], '='};
-  }
-  return out;
-}
-
 class CheckHotfixScenario : public Scenario {
  public:
   CheckHotfixScenario()
@@ -348,7 +326,7 @@ class CheckHotfixScenario : public Scenario {
     lps_.SetConfig(kServedMap);
     Json config = {{"version", "v1"},
                    {"api_server_config", {{"api_server_name", kFqdn}}},
-                   {"kubernetes_ca_cert", Base64(ca_.cert_pem())}};
+                   {"kubernetes_ca_cert", EncodeStdBase64(ca_.cert_pem())}};
     dir_.Write("config.json", config.dump());
     fs::create_directories(dir_.File("opt"));
     // boothook writes the pointer 0600 and a rewrite keeps its bits.
@@ -475,7 +453,7 @@ class DownloadHotfixScenario : public Scenario {
       yaml << "write_files:\n"
            << "- path: " << node_.File("etc/scripts/provision.sh").string() << "\n"
            << "  permissions: \"0755\"\n  encoding: base64\n  content: "
-           << Base64(targets_[1].new_content) << "\n"
+           << EncodeStdBase64(targets_[1].new_content) << "\n"
            << "- path: " << node_.File("etc/scripts/new-helper.sh").string() << "\n"
            << "  permissions: \"0700\"\n  content: |\n    #!/bin/sh\n    echo new helper\n";
       node_.Write("opt/nodecustomdata.yml", yaml.str());

@@ -16,6 +16,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bin_dir.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 
@@ -30,11 +31,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 constexpr auto kRunTimeout = 60s;
-
-std::string BinDir() {
-  const char* dir = std::getenv("LP_BIN_DIR");
-  return dir != nullptr ? dir : LP_DEFAULT_BIN_DIR;
-}
 
 mode_t ModeOf(const fs::path& p) {
   struct stat st {};

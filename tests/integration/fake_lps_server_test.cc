@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "akslivepatching/v1/live_patching.grpc.pb.h"
+#include "bin_dir.h"
 #include "ports.h"
 #include "subprocess.h"
 #include "temp_dir.h"
@@ -209,11 +210,6 @@ TEST(FakeLpsServerCertTest, ExpiredCertificateFailsTheHandshake) {
 }
 
 // --- lps-dev-server ------------------------------------------------------------------------
-
-std::string BinDir() {
-  const char* dir = std::getenv("LP_BIN_DIR");
-  return dir && *dir ? dir : LP_DEFAULT_BIN_DIR;
-}
 
 // Waits for the "listening on 127.0.0.1:<port>" line a standalone server prints when ready.
 std::string WaitForListeningLine(Subprocess& process, const std::string& prefix) {

@@ -31,6 +31,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "bin_dir.h"
+#include "common/base64.h"
 #include "fake_lps_server.h"
 #include "haproxy.h"
 #include "imds_standin.h"
@@ -69,30 +71,6 @@ constexpr char kPointerName[] = "aks-node-controller-hotfix.json";
 // margin covers ASan start-up and a loaded CI machine; it is a bound, not a measurement.
 constexpr milliseconds kBudget{5000 + 3000};
 constexpr auto kRunTimeout = std::chrono::seconds(30);
-
-std::string BinDir() {
-  const char* dir = std::getenv("LP_BIN_DIR");
-  return dir != nullptr ? dir : LP_DEFAULT_BIN_DIR;
-}
-
-std::string Base64(std::string_view raw) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < raw.size(); i += 3) {
-    uint32_t n = (uint8_t(raw[i]) << 16) | (uint8_t(raw[i + 1]) << 8) | uint8_t(raw[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(n >> s) & 63];
-  }
-  if (i + 1 == raw.size()) {
-    uint32_t n = uint8_t(raw[i]) << 16;
-    out += std::string{kAlphabet[(n >> 18) & 63], kAlphabet[(n >> 12) & 63], '=', '='};
-  } else if (i + 2 == raw.size()) {
-    uint32_t n = (uint8_t(raw[i]) << 16) | (uint8_t(raw[i + 1]) << 8);
-    out += std::string{kAlphabet[(n >> 18) & 63], kAlphabet[(n >> 12) & 63],
-                       kAlphabet[(n >> 6) & 63], '='};
-  }
-  return out;
-}
 
 std::string ReadAll(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -146,7 +124,7 @@ class Rig {
   void WriteNodeConfig(const std::string& extra = "", const std::string& api_server = kFqdn,
                        const std::optional<std::string>& ca_field = std::nullopt) {
     Json config = {{"version", "v1"}, {"api_server_config", {{"api_server_name", api_server}}}};
-    config["kubernetes_ca_cert"] = ca_field.value_or(Base64(ca.cert_pem()));
+    config["kubernetes_ca_cert"] = ca_field.value_or(EncodeStdBase64(ca.cert_pem()));
     std::string text = config.dump();
     if (!extra.empty()) text = text.substr(0, text.size() - 1) + "," + extra + "}";
     Write(NodeConfigPath(), text);
@@ -456,13 +434,13 @@ std::vector<Fault> Faults() {
       {"NodeConfigMissingNbcCmdQuoted",
        [](Rig& r) {
          fs::remove(r.NodeConfigPath());
-         r.WriteNbcCmd("KUBE_CA_CRT=\"" + Base64(r.ca.cert_pem()) + "\"");
+         r.WriteNbcCmd("KUBE_CA_CRT=\"" + EncodeStdBase64(r.ca.cert_pem()) + "\"");
        },
        "lpsRead", "loaded LPS target from nbc-cmd.sh fallback", P::kNew},
       {"NodeConfigMissingNbcCmdUnquoted",
        [](Rig& r) {
          fs::remove(r.NodeConfigPath());
-         r.WriteNbcCmd("KUBE_CA_CRT=" + Base64(r.ca.cert_pem()));
+         r.WriteNbcCmd("KUBE_CA_CRT=" + EncodeStdBase64(r.ca.cert_pem()));
        },
        "lpsRead", "loaded LPS target from nbc-cmd.sh fallback", P::kNew},
       {"NodeConfigAndNbcCmdMissing", [](Rig& r) { fs::remove(r.NodeConfigPath()); }, "failed",
@@ -472,7 +450,7 @@ std::vector<Fault> Faults() {
          // Root reads any file: a folder in its place is what stays unreadable.
          fs::remove(r.NodeConfigPath());
          fs::create_directory(r.NodeConfigPath());
-         r.WriteNbcCmd("KUBE_CA_CRT=\"" + Base64(r.ca.cert_pem()) + "\"");
+         r.WriteNbcCmd("KUBE_CA_CRT=\"" + EncodeStdBase64(r.ca.cert_pem()) + "\"");
        },
        "failed", "Is a directory", P::kOld},
       {"NodeConfigSymlinkLoop",
@@ -494,14 +472,15 @@ std::vector<Fault> Faults() {
        [](Rig& r) {
          Rig::Write(
              r.NodeConfigPath(),
-             Json{{"version", "v1"}, {"kubernetes_ca_cert", Base64(r.ca.cert_pem())}}.dump());
+             Json{{"version", "v1"}, {"kubernetes_ca_cert", EncodeStdBase64(r.ca.cert_pem())}}
+                 .dump());
        },
        "failed", "node config has no api_server_config.api_server_name", P::kOld},
       {"NodeConfigCaNotBase64",
        [](Rig& r) { r.WriteNodeConfig("", kFqdn, std::string("not base64 at all!")); }, "failed",
        "decoding node config kubernetes_ca_cert", P::kOld},
       {"NodeConfigCaNotPem",
-       [](Rig& r) { r.WriteNodeConfig("", kFqdn, Base64("this is not PEM")); }, "failed",
+       [](Rig& r) { r.WriteNodeConfig("", kFqdn, EncodeStdBase64("this is not PEM")); }, "failed",
        "failed to parse cluster CA PEM", P::kOld},
       {"NodeConfigNoCa", [](Rig& r) { r.WriteNodeConfig("", kFqdn, std::string()); }, "failed",
        "cluster CA unavailable", P::kOld},
@@ -582,7 +561,7 @@ std::vector<Fault> Faults() {
       {"UntrustedCa",
        [](Rig& r) {
          TestCa other = TestCa::Create("some-other-ca");
-         r.WriteNodeConfig("", kFqdn, Base64(other.cert_pem()));
+         r.WriteNodeConfig("", kFqdn, EncodeStdBase64(other.cert_pem()));
        },
        "failed", "unable to get local issuer certificate", P::kOld},
       {"ExpiredCertificate",

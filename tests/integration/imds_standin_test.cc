@@ -14,6 +14,7 @@
 #include <regex>
 #include <thread>
 
+#include "bin_dir.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "test_certs.h"
@@ -228,11 +229,6 @@ TEST(ImdsStandinSignerTest, UsesAGivenSigner) {
 }
 
 // --- imds-standin binary -------------------------------------------------------------------
-
-std::string BinDir() {
-  const char* dir = std::getenv("LP_BIN_DIR");
-  return dir && *dir ? dir : LP_DEFAULT_BIN_DIR;
-}
 
 // The port from "imds-standin listening on http://127.0.0.1:<port>", 0 if it never came.
 uint16_t WaitForPort(Subprocess& process) {

@@ -19,6 +19,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/base64.h"
 #include "service_fixture.h"
 #include "socket_util.h"
 
@@ -42,18 +43,6 @@ long RssKb(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
   }
   return -1;
-}
-
-std::string Base64Decode(const std::string& b64) {
-  std::string out(3 * (b64.size() / 4), '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(b64.data()),
-                          static_cast<int>(b64.size()));
-  if (n < 0) return {};
-  size_t pad = 0;
-  for (size_t i = b64.size(); i > 0 && b64[i - 1] == '='; --i) ++pad;
-  out.resize(static_cast<size_t>(n) - pad);
-  return out;
 }
 
 std::string PemToDer(const std::string& pem) {
@@ -292,7 +281,7 @@ TEST_F(ServiceBadInputTest, TlsFollowedByABadHttp2PrefaceGetsTheConnectionClosed
 class BadTokens {
  public:
   BadTokens(const ServiceFiles& files, const std::string& good) : good_(good) {
-    der_ = Base64Decode(good);
+    der_ = DecodeStdBase64(good).value();
     // What the signature protects, located in this document: the JSON content, the signer's
     // certificate and the signature value (the DER's last bytes, for ECDSA and RSA alike).
     size_t content = der_.find("{\"licenseType\"");
@@ -347,7 +336,7 @@ class BadTokens {
       case 0: {  // base64 of random bytes
         std::string raw(1 + pick(4000), '\0');
         for (auto& c : raw) c = static_cast<char>(rng());
-        return {Base64(raw), "random_base64", ""};
+        return {EncodeStdBase64(raw), "random_base64", ""};
       }
       case 1: {  // printable garbage that is not base64
         std::string s(1 + pick(3000), '\0');
@@ -357,14 +346,14 @@ class BadTokens {
       case 2:  // the real document cut short, as a base64 string
         return {good_.substr(0, pick(good_.size() - 1)), "truncated_base64", ""};
       case 3:  // the real document's DER cut short, re-encoded (valid base64)
-        return {Base64(der_.substr(0, pick(der_.size() - 1))), "truncated_der", ""};
+        return {EncodeStdBase64(der_.substr(0, pick(der_.size() - 1))), "truncated_der", ""};
       case 4:
       case 5: {  // one byte of the DER changed
         std::string flipped = der_;
         size_t at = pick(flipped.size());
         int mask = static_cast<int>(1 + pick(255));
         flipped[at] = static_cast<char>(flipped[at] ^ mask);
-        return {Base64(flipped), Protected(at) ? "byte_flipped" : "byte_flipped_unsigned",
+        return {EncodeStdBase64(flipped), Protected(at) ? "byte_flipped" : "byte_flipped_unsigned",
                 "DER offset " + std::to_string(at) + " xor " + std::to_string(mask)};
       }
       case 6:

@@ -12,7 +12,6 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
-#include <openssl/evp.h>
 
 #include <chrono>
 #include <filesystem>
@@ -30,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include "akslivepatching/v1/live_patching.grpc.pb.h"
+#include "common/base64.h"
 #include "fake_lps_server.h"
 #include "imds_standin.h"
 #include "ports.h"
@@ -228,15 +228,6 @@ inline GrpcReply CallGetComponentConfig(const std::shared_ptr<grpc::Channel>& ch
 
 inline constexpr char kApiserverFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
 
-inline std::string Base64(const std::string& raw) {
-  std::string out(4 * ((raw.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(raw.data()),
-                          static_cast<int>(raw.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 struct AgentRun {
   RunResult result;
   std::vector<nlohmann::json> events;
@@ -253,7 +244,7 @@ class NodeAgent {
   explicit NodeAgent(const TestCa& cluster_ca) {
     nlohmann::json config = {{"version", "v1"},
                              {"api_server_config", {{"api_server_name", kApiserverFqdn}}},
-                             {"kubernetes_ca_cert", Base64(cluster_ca.cert_pem())}};
+                             {"kubernetes_ca_cert", EncodeStdBase64(cluster_ca.cert_pem())}};
     dir_.Write("config.json", config.dump());
   }
   const TempDir& dir() const { return dir_; }
