@@ -124,6 +124,83 @@ StatusOr<Pkcs7Ptr> ParseSignedData(std::string_view der) {
   return p7;
 }
 
+bool ParametersAbsentOrNull(const X509_ALGOR* alg) {
+  int type = V_ASN1_UNDEF;
+  X509_ALGOR_get0(nullptr, &type, nullptr, alg);
+  return type == V_ASN1_UNDEF || type == V_ASN1_NULL;
+}
+
+std::string AlgorithmName(const X509_ALGOR* alg) {
+  char name[80];
+  OBJ_obj2txt(name, sizeof(name), alg->algorithm, 0);
+  return name;
+}
+
+// PKCS#7 signs the content and the signed attributes, not the envelope around them: the
+// versions, the algorithm identifiers and their parameters can change without breaking the
+// signature, and PKCS7_verify reads few of them. Each such variant of a genuine document would
+// cost a full verification and a cache entry of its own, so only the one spelling IMDS (and
+// OpenSSL's PKCS7_sign) produces is accepted, checked before any signature work: DER that
+// re-encodes to itself, version 1 throughout, one SignerInfo, a SHA-2 digest with absent or NULL
+// parameters listed alone in digestAlgorithms, and a signature algorithm that fits the signer's
+// key and digest.
+Status CheckStrictForm(PKCS7* p7, std::string_view der) {
+  unsigned char* encoded = nullptr;
+  int n = i2d_PKCS7(p7, &encoded);
+  bool canonical = n > 0 && static_cast<size_t>(n) == der.size() &&
+                   std::memcmp(encoded, der.data(), der.size()) == 0;
+  OPENSSL_free(encoded);
+  if (!canonical) return Status::InvalidArgument("is not in DER's single encoding");
+  PKCS7_SIGNED* signed_data = p7->d.sign;
+  if (long v = ASN1_INTEGER_get(signed_data->version); v != 1) {
+    return Status::InvalidArgument("has SignedData version " + std::to_string(v) + ", not 1");
+  }
+  STACK_OF(PKCS7_SIGNER_INFO)* infos = PKCS7_get_signer_info(p7);
+  if (int count = sk_PKCS7_SIGNER_INFO_num(infos); count != 1) {
+    return Status::InvalidArgument("has " + std::to_string(std::max(count, 0)) +
+                                   " SignerInfos, not 1");
+  }
+  PKCS7_SIGNER_INFO* info = sk_PKCS7_SIGNER_INFO_value(infos, 0);
+  if (long v = ASN1_INTEGER_get(info->version); v != 1) {
+    return Status::InvalidArgument("has SignerInfo version " + std::to_string(v) + ", not 1");
+  }
+  const X509_ALGOR* digest = info->digest_alg;
+  int digest_nid = OBJ_obj2nid(digest->algorithm);
+  if (digest_nid != NID_sha256 && digest_nid != NID_sha384 && digest_nid != NID_sha512) {
+    return Status::InvalidArgument("digest algorithm " + AlgorithmName(digest) +
+                                   " is not SHA-256, SHA-384 or SHA-512");
+  }
+  if (!ParametersAbsentOrNull(digest)) {
+    return Status::InvalidArgument("digest algorithm parameters are neither absent nor NULL");
+  }
+  if (sk_X509_ALGOR_num(signed_data->md_algs) != 1 ||
+      X509_ALGOR_cmp(sk_X509_ALGOR_value(signed_data->md_algs, 0), digest) != 0) {
+    return Status::InvalidArgument("digestAlgorithms is not exactly the signer's digest");
+  }
+  const X509_ALGOR* signature = info->digest_enc_alg;
+  if (!ParametersAbsentOrNull(signature)) {
+    return Status::InvalidArgument("signature algorithm parameters are neither absent nor NULL");
+  }
+  // A bare key type (rsaEncryption, what PKCS7_sign writes for RSA) or a combined one
+  // (ecdsa-with-SHA256) whose digest must then be the SignerInfo's.
+  int signature_nid = OBJ_obj2nid(signature->algorithm);
+  int signature_digest = NID_undef;
+  int signature_key = signature_nid;
+  if (OBJ_find_sigid_algs(signature_nid, &signature_digest, &signature_key) == 1 &&
+      signature_digest != digest_nid) {
+    return Status::InvalidArgument("signature algorithm " + AlgorithmName(signature) +
+                                   " does not use the SignerInfo's digest");
+  }
+  X509* signer = PKCS7_cert_from_signer_info(p7, info);
+  if (signer == nullptr) return Status::InvalidArgument("does not carry its signer's certificate");
+  EVP_PKEY* key = X509_get0_pubkey(signer);
+  if (key == nullptr || signature_nid == NID_undef || signature_key != EVP_PKEY_get_base_id(key)) {
+    return Status::InvalidArgument("signature algorithm " + AlgorithmName(signature) +
+                                   " does not fit the signer's key");
+  }
+  return Status::Ok();
+}
+
 // ASN1_TIME -> time_point without timegm (the calendar arithmetic is std::chrono's).
 TimePoint NotAfter(X509* cert) {
   std::tm tm{};
@@ -152,6 +229,9 @@ SignedDocument CheckSignedDocument(std::string_view token, X509_STORE* roots,
   StatusOr<Pkcs7Ptr> p7 = ParseSignedData(*der);
   if (!p7.ok()) return Malformed(p7.status().message());
   PKCS7* signed_data = p7->get();
+  if (Status form = CheckStrictForm(signed_data, *der); !form.ok()) {
+    return Malformed(form.message());
+  }
 
   // The embedded certificates (no NOINTERN: IMDS ships its signer in the document) are
   // untrusted chain material; trust comes only from `roots`. BINARY: the content is JSON

@@ -1,5 +1,6 @@
 #include "service/server.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpc/support/log.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -161,6 +162,17 @@ void GrpcLogToJson(gpr_log_func_args* args) {
   log->Log(level, "grpc",
            {{"message", args->message},
             {"source", std::string(args->file) + ":" + std::to_string(args->line)}});
+}
+
+// libprotobuf's complaints (a request whose string field is not UTF-8 is one per call) would
+// otherwise reach stderr as "[libprotobuf ERROR ...]", the one non-JSON line in the log. They
+// describe the peer's bytes, not a fault of ours, so they are warnings at most.
+void ProtobufLogToJson(google::protobuf::LogLevel level, const char* file, int line,
+                       const std::string& message) {
+  Logger* log = g_grpc_log.load();
+  if (log == nullptr) return;
+  log->Log(level == google::protobuf::LOGLEVEL_INFO ? LogLevel::kInfo : LogLevel::kWarn, "protobuf",
+           {{"message", message}, {"source", std::string(file) + ":" + std::to_string(line)}});
 }
 
 std::string FormatRate(double rate) {
@@ -376,6 +388,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   // Process-wide switches, read by every ServerBuilder made after them.
   g_grpc_log = log;
   gpr_set_log_function(GrpcLogToJson);
+  google::protobuf::SetLogHandler(ProtobufLogToJson);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   if (Status st = impl->StartGrpc(); !st.ok()) return st;

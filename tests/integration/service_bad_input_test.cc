@@ -30,6 +30,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kServedMap[] = R"({"hotfixes":{"202604.01":"202604.01.3"}})";
 constexpr char kMethod[] = "/akslivepatching.v1.LivePatchingService/GetComponentConfig";
@@ -240,6 +241,19 @@ TEST_F(ServiceBadInputTest, MalformedProtobufIsRefusedWithoutReachingTheStore) {
         << st.error_message();
   }
   EXPECT_EQ(lps_->AccessLog().size(), handled_before) << "the handler saw an undecodable request";
+  // libprotobuf's own complaint about the non-UTF-8 field comes through the JSON logger, not
+  // as a raw "[libprotobuf ERROR ...]" line.
+  std::string err = lps_->Stderr();
+  EXPECT_THAT(err, Not(HasSubstr("[libprotobuf")));
+  bool protobuf_line = false;
+  for (const auto& l : JsonLines(err)) {
+    if (l.value("msg", "") == "protobuf") {
+      protobuf_line = true;
+      EXPECT_EQ(l.value("level", ""), "WARN") << l.dump();
+      EXPECT_THAT(l.value("message", ""), HasSubstr("UTF-8")) << l.dump();
+    }
+  }
+  EXPECT_TRUE(protobuf_line) << "no JSON line for the non-UTF-8 field:\n" << err;
   ExpectStillServing();
 }
 
@@ -385,7 +399,7 @@ TEST_F(ServiceBadInputTest, ThousandsOfGarbageTokensAreUnauthenticatedAndNoneLet
 
   std::mutex mu;
   std::map<std::string, size_t> tried;
-  std::vector<std::string> let_in, unclear, malleable;
+  std::vector<std::string> let_in, unclear;
   std::atomic<size_t> next{0};
   std::vector<std::thread> workers;
   for (int w = 0; w < 4; ++w) {
@@ -395,12 +409,7 @@ TEST_F(ServiceBadInputTest, ThousandsOfGarbageTokensAreUnauthenticatedAndNoneLet
         GrpcReply r = CallGetComponentConfig(channel_, kAksNodeControllerComponent, token);
         std::lock_guard<std::mutex> lock(mu);
         ++tried[kind];
-        if (r.status.ok() && kind == "byte_flipped_unsigned") {
-          // The same signed content, signer and signature, with a byte changed in a field
-          // PKCS#7 leaves unsigned (version, algorithm identifiers and their parameters):
-          // OpenSSL's PKCS7_verify does not read those, so it is the genuine node's document.
-          malleable.push_back(detail);
-        } else if (r.status.ok()) {
+        if (r.status.ok()) {
           let_in.push_back(kind + " #" + std::to_string(i) + " " + detail);
         } else if (r.code() != grpc::StatusCode::UNAUTHENTICATED ||
                    r.status.error_message().find("node identity not accepted") ==
@@ -416,14 +425,13 @@ TEST_F(ServiceBadInputTest, ThousandsOfGarbageTokensAreUnauthenticatedAndNoneLet
   std::string by_kind;
   for (const auto& [kind, n] : tried) by_kind += " " + kind + "=" + std::to_string(n);
   std::cout << "bad tokens tried: " << total << " (" << by_kind << " ); let in: " << let_in.size()
-            << "; unsigned-field flips accepted as the genuine document: " << malleable.size()
             << std::endl;
   EXPECT_THAT(let_in, ::testing::IsEmpty());
   EXPECT_THAT(unclear, ::testing::IsEmpty());
   EXPECT_EQ(tried.size(), 8u);
   // Every one was counted as an identity failure: none slipped past the authenticator
   // some other way (and none was answered from the verified-identity cache).
-  EXPECT_EQ(IdentityFailures() - failures_before, static_cast<double>(total - malleable.size()));
+  EXPECT_EQ(IdentityFailures() - failures_before, static_cast<double>(total));
   ExpectStillServing();
 }
 

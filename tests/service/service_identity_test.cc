@@ -301,6 +301,111 @@ TEST_F(IdentityTest, TruncatedOrPaddedDerIsMalformed) {
   ExpectRefused(Reencode(der + std::string("\0\0", 2)), IdentityFailure::kMalformed);
 }
 
+// IMDS signs with RSA: PKCS7_sign writes rsaEncryption (NULL parameters) as its signature
+// algorithm, which the strict-form check must accept as fitting an RSA key.
+TEST_F(IdentityTest, RsaSignerAsImdsUsesIsAccepted) {
+  signer_ = IssueImdsSigner(root_, "metadata.azure.com", testsupport::KeyType::kRsa2048);
+  AuthResult result = auth_->Authenticate(Sign(Fields()));
+  EXPECT_TRUE(result.ok()) << result.error.ToString();
+}
+
+// A genuine document with one unsigned envelope field changed (PKCS#7 signs only the content
+// and signed attributes). Each still carries a valid signature, so without the strict-form
+// check it would verify as the same node and take a cache entry of its own.
+class EnvelopeVariantTest : public IdentityTest {
+ protected:
+  template <typename Change>
+  std::string Variant(Change change) {
+    std::string der = DerOf(Sign(Fields()));
+    const auto* p = reinterpret_cast<const unsigned char*>(der.data());
+    ossl::Pkcs7Ptr p7(d2i_PKCS7(nullptr, &p, static_cast<long>(der.size())));
+    EXPECT_NE(p7, nullptr);
+    if (!p7) return "";
+    change(p7.get());
+    return PkcsToToken(p7.get());
+  }
+  PKCS7_SIGNER_INFO* Info(PKCS7* p7) {
+    return sk_PKCS7_SIGNER_INFO_value(PKCS7_get_signer_info(p7), 0);
+  }
+  // Refused as malformed (the signature itself would verify), naming `what`.
+  void ExpectEnvelopeRefused(const std::string& token, const std::string& what) {
+    EXPECT_THAT(ExpectRefused(token, IdentityFailure::kMalformed).error.message(), HasSubstr(what));
+  }
+};
+
+TEST_F(EnvelopeVariantTest, TheUnchangedDocumentStillVerifies) {
+  AuthResult result = auth_->Authenticate(Variant([](PKCS7*) {}));
+  EXPECT_TRUE(result.ok()) << result.error.ToString();
+}
+
+TEST_F(EnvelopeVariantTest, VersionsOtherThanOneAreRefused) {
+  ExpectEnvelopeRefused(Variant([](PKCS7* p7) { ASN1_INTEGER_set(p7->d.sign->version, 3); }),
+                        "SignedData version 3, not 1");
+  ExpectEnvelopeRefused(Variant([this](PKCS7* p7) { ASN1_INTEGER_set(Info(p7)->version, 0); }),
+                        "SignerInfo version 0, not 1");
+}
+
+TEST_F(EnvelopeVariantTest, DigestAlgorithmVariantsAreRefused) {
+  ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
+                          X509_ALGOR_set0(Info(p7)->digest_alg, OBJ_nid2obj(NID_sha1), V_ASN1_UNDEF,
+                                          nullptr);
+                        }),
+                        "digest algorithm sha1 is not SHA-256");
+  ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
+                          ASN1_OCTET_STRING* junk = ASN1_OCTET_STRING_new();
+                          X509_ALGOR_set0(Info(p7)->digest_alg, OBJ_nid2obj(NID_sha256),
+                                          V_ASN1_OCTET_STRING, junk);
+                        }),
+                        "digest algorithm parameters are neither absent nor NULL");
+  ExpectEnvelopeRefused(Variant([](PKCS7* p7) {
+                          X509_ALGOR* extra = X509_ALGOR_new();
+                          X509_ALGOR_set0(extra, OBJ_nid2obj(NID_sha384), V_ASN1_UNDEF, nullptr);
+                          sk_X509_ALGOR_push(p7->d.sign->md_algs, extra);
+                        }),
+                        "digestAlgorithms is not exactly the signer's digest");
+  ExpectEnvelopeRefused(Variant([](PKCS7* p7) {
+                          X509_ALGOR_set0(sk_X509_ALGOR_value(p7->d.sign->md_algs, 0),
+                                          OBJ_nid2obj(NID_sha512), V_ASN1_UNDEF, nullptr);
+                        }),
+                        "digestAlgorithms is not exactly the signer's digest");
+}
+
+TEST_F(EnvelopeVariantTest, SignatureAlgorithmVariantsAreRefused) {
+  // The test signer is ECDSA P-256 over SHA-256.
+  ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
+                          X509_ALGOR_set0(Info(p7)->digest_enc_alg,
+                                          OBJ_nid2obj(NID_ecdsa_with_SHA384), V_ASN1_UNDEF,
+                                          nullptr);
+                        }),
+                        "does not use the SignerInfo's digest");
+  ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
+                          X509_ALGOR_set0(Info(p7)->digest_enc_alg, OBJ_nid2obj(NID_rsaEncryption),
+                                          V_ASN1_NULL, nullptr);
+                        }),
+                        "does not fit the signer's key");
+  ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
+                          X509_ALGOR_set0(Info(p7)->digest_enc_alg, OBJ_txt2obj("1.2.3.4.5", 1),
+                                          V_ASN1_UNDEF, nullptr);
+                        }),
+                        "signature algorithm 1.2.3.4.5 does not fit the signer's key");
+  ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
+                          ASN1_INTEGER* junk = ASN1_INTEGER_new();
+                          ASN1_INTEGER_set(junk, 7);
+                          X509_ALGOR_set0(Info(p7)->digest_enc_alg,
+                                          OBJ_nid2obj(NID_ecdsa_with_SHA256), V_ASN1_INTEGER, junk);
+                        }),
+                        "signature algorithm parameters are neither absent nor NULL");
+}
+
+// BER allows a length in more bytes than it needs; DER does not, and OpenSSL's decoder
+// accepts both.
+TEST_F(EnvelopeVariantTest, LongerLengthEncodingIsRefused) {
+  std::string der = DerOf(Sign(Fields()));
+  ASSERT_EQ(static_cast<unsigned char>(der[1]), 0x82);  // SEQUENCE, length in 2 bytes
+  std::string padded = der.substr(0, 1) + std::string("\x83\x00", 2) + der.substr(2);
+  ExpectEnvelopeRefused(Reencode(padded), "is not in DER's single encoding");
+}
+
 TEST_F(IdentityTest, Pkcs7ThatIsNotSignedDataIsMalformed) {
   ossl::Pkcs7Ptr p7(PKCS7_new());
   ASSERT_EQ(PKCS7_set_type(p7.get(), NID_pkcs7_data), 1);

@@ -171,7 +171,8 @@ std::string AttestedDocumentJson(const AttestedDocumentFields& fields);
 std::string SignAttestedContent(std::string_view content, const CertAndKey& signer);
 
 // The signer the stand-in generates: a leaf for `name` (CN and DNS SAN) without an EKU.
-CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name = "metadata.azure.com");
+CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name = "metadata.azure.com",
+                           KeyType key_type = KeyType::kEcP256);
 
 // ---- Checking them ----------------------------------------------------------------------
 

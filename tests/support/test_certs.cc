@@ -3,6 +3,7 @@
 #include <openssl/ec.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/rsa.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
 
@@ -29,6 +30,13 @@ namespace {
 ossl::PkeyPtr NewP256Key() {
   ossl::PkeyPtr key(EVP_EC_gen("P-256"));
   Check(key != nullptr, "generating P-256 key");
+  return key;
+}
+
+ossl::PkeyPtr NewKey(KeyType type) {
+  if (type == KeyType::kEcP256) return NewP256Key();
+  ossl::PkeyPtr key(EVP_RSA_gen(2048));
+  Check(key != nullptr, "generating RSA-2048 key");
   return key;
 }
 
@@ -143,7 +151,7 @@ TestCa TestCa::IssueIntermediate(std::string_view common_name) const {
 }
 
 CertAndKey TestCa::IssueLeaf(const LeafOptions& options) const {
-  ossl::PkeyPtr key = NewP256Key();
+  ossl::PkeyPtr key = NewKey(options.key_type);
   ossl::X509Ptr cert =
       NewCert(options.common_name, key.get(), options.not_before, options.not_after);
   X509V3_CTX ctx;

@@ -1,4 +1,5 @@
-// Real X.509 test certificates made with the OpenSSL 3 API: ECDSA P-256 keys, SHA-256
+// Real X.509 test certificates made with the OpenSSL 3 API: ECDSA P-256 keys (RSA-2048 leaves
+// on request), SHA-256
 // signatures, a CA and leaves it signs. Everything is PEM so it can go straight into
 // grpc::SslServerCredentials, SSL_CTX or files for a subprocess.
 //
@@ -34,8 +35,14 @@ enum class KeyUsage {
   kNone,         // no EKU extension at all (any purpose)
 };
 
+enum class KeyType {
+  kEcP256,   // the default for every test certificate
+  kRsa2048,  // what IMDS signs attested documents with
+};
+
 struct LeafOptions {
   std::string common_name = "test-leaf";
+  KeyType key_type = KeyType::kEcP256;
   // subjectAltName entries; a name in common_name alone is not a SAN.
   std::vector<std::string> dns_names;
   std::vector<std::string> ip_addresses;  // "127.0.0.1", "::1"
