@@ -1,28 +1,70 @@
 #!/usr/bin/env bash
-# The full reliability suite (issue 5), from one command; CI runs the short forms through
-# scripts/test.sh (ctest -L integration) and scripts/fuzz.sh --short.
-#   scripts/reliability.sh            crash consistency in full (CRASH_FULL=1: 1,000 random
-#                                     SIGKILLs, strace at every call), then scripts/fuzz.sh
-#   CRASH_SEED=S scripts/reliability.sh   replays the crash run's random kills
-#   SKIP_FUZZ=1                       the crash run only
-# Builds the ASan+UBSan test build in $BUILD_DIR (default build/test), as scripts/test.sh does.
+# The full reliability suite (issue 5, docs/RELIABILITY.md), from one command. CI runs the
+# short forms through scripts/test.sh; this runs every part in full, in order:
+#   1. faults   the fault matrix and the service's bad-input test (LP_BAD_TOKENS=20000 garbage
+#               tokens) under ASan+UBSan, then the service's tests under TSan (scripts/test.sh
+#               with its fuzz part left out)
+#   2. crash    crash consistency in full (CRASH_FULL=1: 1,000 random SIGKILLs, strace SIGKILL
+#               and EIO at every call of the staging sequences)
+#   3. soak     bench/soak.sh: SOAK_SECONDS (180) of h2load through HAProxy while the store
+#               reloads and thousands of idle and slowloris connections are held (release build)
+#   4. fuzz     scripts/fuzz.sh: every libFuzzer target for FUZZ_SECONDS (300) each
+#
+#   scripts/reliability.sh                 all four (about an hour on 2 cores)
+#   scripts/reliability.sh crash fuzz      only those parts
+#   CRASH_SEED=S scripts/reliability.sh crash   replays the crash run's random kills
+# Each part's output is kept in build/reliability/<part>.log; the script stops at the first
+# part that fails and prints the time each took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
+parts=("$@")
+((${#parts[@]})) || parts=(faults crash soak fuzz)
+for p in "${parts[@]}"; do
+  case $p in
+    faults | crash | soak | fuzz) ;;
+    *)
+      echo "reliability: unknown part '$p' (faults, crash, soak, fuzz)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+scripts/install-deps.sh --bench
+out=build/reliability
+mkdir -p "$out"
 build=${BUILD_DIR:-build/test}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DHOTFIX_SANITIZE=ON -DHOTFIX_WERROR=ON -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-ninja -C "$build" -j"$(nproc)" crash_consistency_test
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-start=$(date +%s)
-CRASH_FULL=1 LP_BIN_DIR="$PWD/$build/bin" LP_SOURCE_DIR="$PWD" \
-  "$build/tests/crash_consistency_test" 2>&1 | tee "$build/crash-full.log"
-echo "reliability: crash consistency in full took $(($(date +%s) - start)) s" \
-  "(figures: grep '\[crash\]' $build/crash-full.log)"
+faults() {
+  LP_BAD_TOKENS=${LP_BAD_TOKENS:-20000} SKIP_FUZZ=1 BUILD_DIR=$build \
+    scripts/test.sh -R 'FaultMatrix|ServiceBadInput'
+}
 
-if [[ -z "${SKIP_FUZZ:-}" && -x scripts/fuzz.sh ]]; then
-  scripts/fuzz.sh
-fi
+crash() {
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DHOTFIX_SANITIZE=ON -DHOTFIX_WERROR=ON -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
+  ninja -C "$build" -j"$(nproc)" crash_consistency_test hotfix-agent
+  CRASH_FULL=1 LP_BIN_DIR="$PWD/$build/bin" LP_SOURCE_DIR="$PWD" \
+    "$build/tests/crash_consistency_test"
+  echo "figures: grep '\[crash\]' $out/crash.log"
+}
+
+soak() { SOAK_SECONDS=${SOAK_SECONDS:-180} bench/soak.sh; }
+
+fuzz() { scripts/fuzz.sh; }
+
+declare -A took
+for p in "${parts[@]}"; do
+  echo "reliability: $p (log: $out/$p.log)"
+  start=$(date +%s)
+  rc=0
+  "$p" > >(tee "$out/$p.log") 2>&1 || rc=$?
+  took[$p]=$(($(date +%s) - start))
+  if ((rc != 0)); then
+    echo "reliability: $p FAILED (exit $rc) after ${took[$p]} s; see $out/$p.log" >&2
+    exit "$rc"
+  fi
+done
+for p in "${parts[@]}"; do echo "reliability: $p passed in ${took[$p]} s"; done

@@ -72,10 +72,10 @@ struct AgentRun {
 class CheckHotfixE2eTest : public ::testing::Test {
  protected:
   CheckHotfixE2eTest()
-      : lps_(LpsOptions(ca_)),
+      : lps_(LpsServerOptions(ca_)),
         tap_("127.0.0.1", lps_.port()),
-        apiserver_(ApiserverOptions(ca_)),
-        proxy_(ProxyOptions(tap_.port(), apiserver_.port())) {
+        apiserver_(SilentApiserverOptions(ca_, kFqdn)),
+        proxy_(AlpnRouteOptions(tap_.port(), apiserver_.port())) {
     lps_.SetConfig(kServedMap);
     WriteNodeConfig(ca_.cert_pem());
   }
@@ -84,24 +84,6 @@ class CheckHotfixE2eTest : public ::testing::Test {
     if (HasFailure()) {
       ADD_FAILURE() << "HAProxy log:\n" << proxy_.Log() << "\nagent stderr:\n" << last_stderr_;
     }
-  }
-
-  static FakeLpsServerOptions LpsOptions(const TestCa& ca) {
-    FakeLpsServerOptions options;
-    options.cert = IssueLocalServerCert(ca, {kLpsServerName});
-    return options;
-  }
-  static TlsPeerOptions ApiserverOptions(const TestCa& ca) {
-    TlsPeerOptions options;
-    options.mode = TlsPeerMode::kSelectH2Silent;
-    options.cert = IssueLocalServerCert(ca, {kFqdn});
-    return options;
-  }
-  static HaproxyOptions ProxyOptions(uint16_t service_port, uint16_t apiserver_port) {
-    HaproxyOptions options;
-    options.service_addr = LoopbackAddress(service_port);
-    options.apiserver_addr = LoopbackAddress(apiserver_port);
-    return options;
   }
 
   void WriteNodeConfig(const std::string& ca_pem, const std::string& extra = "") {

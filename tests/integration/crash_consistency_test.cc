@@ -319,10 +319,10 @@ constexpr char kNewPointer[] =
 class CheckHotfixScenario : public Scenario {
  public:
   CheckHotfixScenario()
-      : lps_(LpsOptions(ca_)),
+      : lps_(LpsServerOptions(ca_)),
         tap_("127.0.0.1", lps_.port()),
-        apiserver_(ApiserverOptions(ca_)),
-        proxy_(ProxyOptions(tap_.port(), apiserver_.port())) {
+        apiserver_(SilentApiserverOptions(ca_, kFqdn)),
+        proxy_(AlpnRouteOptions(tap_.port(), apiserver_.port())) {
     lps_.SetConfig(kServedMap);
     Json config = {{"version", "v1"},
                    {"api_server_config", {{"api_server_name", kFqdn}}},
@@ -382,24 +382,6 @@ class CheckHotfixScenario : public Scenario {
   }
 
  private:
-  static FakeLpsServerOptions LpsOptions(const TestCa& ca) {
-    FakeLpsServerOptions options;
-    options.cert = IssueLocalServerCert(ca, {kLpsServerName});
-    return options;
-  }
-  static TlsPeerOptions ApiserverOptions(const TestCa& ca) {
-    TlsPeerOptions options;
-    options.mode = TlsPeerMode::kSelectH2Silent;
-    options.cert = IssueLocalServerCert(ca, {kFqdn});
-    return options;
-  }
-  static HaproxyOptions ProxyOptions(uint16_t service_port, uint16_t apiserver_port) {
-    HaproxyOptions options;
-    options.service_addr = LoopbackAddress(service_port);
-    options.apiserver_addr = LoopbackAddress(apiserver_port);
-    return options;
-  }
-
   TestCa ca_ = TestCa::Create("test-cluster-ca");
   FakeLpsServer lps_;
   HelloTap tap_;

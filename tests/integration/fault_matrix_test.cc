@@ -194,14 +194,8 @@ class Rig {
   // ---- Running ----
   void Start() {
     if (service_port_ == 0) Lps();
-    TlsPeerOptions api;
-    api.mode = TlsPeerMode::kSelectH2Silent;
-    api.cert = IssueLocalServerCert(ca, {kFqdn});
-    apiserver = std::make_unique<TlsPeer>(std::move(api));
-    HaproxyOptions options;
-    options.service_addr = LoopbackAddress(service_port_);
-    options.apiserver_addr = LoopbackAddress(apiserver->port());
-    proxy = std::make_unique<Haproxy>(std::move(options));
+    apiserver = std::make_unique<TlsPeer>(SilentApiserverOptions(ca, kFqdn));
+    proxy = std::make_unique<Haproxy>(AlpnRouteOptions(service_port_, apiserver->port()));
   }
 
   AgentRun Run() {

@@ -94,22 +94,10 @@ class Nginx {
 class NginxRoutingTest : public ::testing::Test {
  protected:
   NginxRoutingTest()
-      : lps_(LpsOptions(ca_)),
+      : lps_(LpsServerOptions(ca_)),
         tap_("127.0.0.1", lps_.port()),
-        apiserver_(ApiserverOptions(ca_)),
+        apiserver_(SilentApiserverOptions(ca_, kApiserverFqdn)),
         nginx_(LoopbackAddress(tap_.port()), LoopbackAddress(apiserver_.port())) {}
-
-  static FakeLpsServerOptions LpsOptions(const TestCa& ca) {
-    FakeLpsServerOptions options;
-    options.cert = IssueLocalServerCert(ca, {kLpsServerName});
-    return options;
-  }
-  static TlsPeerOptions ApiserverOptions(const TestCa& ca) {
-    TlsPeerOptions options;
-    options.mode = TlsPeerMode::kSelectH2Silent;
-    options.cert = IssueLocalServerCert(ca, {kApiserverFqdn});
-    return options;
-  }
 
   // As the node agent connects: SNI the apiserver FQDN, the certificate of the backend it
   // expects verified against the cluster CA.
@@ -230,10 +218,7 @@ TEST(CheckHotfixThroughNginxTest, AnAttestedNodeStagesTheServedPointer) {
   ServiceFiles files;
   files.WriteComponent(kAksNodeControllerComponent, R"({"hotfixes":{"202604.01":"202604.01.3"}})");
   ServiceProcess lps(files.Args());
-  TlsPeerOptions api;
-  api.mode = TlsPeerMode::kSelectH2Silent;
-  api.cert = IssueLocalServerCert(files.tls_ca(), {kApiserverFqdn});
-  TlsPeer apiserver(std::move(api));
+  TlsPeer apiserver(SilentApiserverOptions(files.tls_ca(), kApiserverFqdn));
   Nginx nginx(LoopbackAddress(lps.port()), LoopbackAddress(apiserver.port()));
   ImdsStandinOptions imds_options;
   imds_options.signer = files.signer();

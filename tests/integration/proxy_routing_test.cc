@@ -34,28 +34,10 @@ constexpr char kApiserverFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
 class ProxyRoutingTest : public ::testing::Test {
  protected:
   ProxyRoutingTest()
-      : lps_(LpsOptions(ca_)),
+      : lps_(LpsServerOptions(ca_)),
         tap_("127.0.0.1", lps_.port()),
-        apiserver_(ApiserverOptions(ca_)),
-        proxy_(ProxyOptions(tap_.port(), apiserver_.port())) {}
-
-  static FakeLpsServerOptions LpsOptions(const TestCa& ca) {
-    FakeLpsServerOptions options;
-    options.cert = IssueLocalServerCert(ca, {kLpsServerName});
-    return options;
-  }
-  static TlsPeerOptions ApiserverOptions(const TestCa& ca) {
-    TlsPeerOptions options;
-    options.mode = TlsPeerMode::kSelectH2Silent;
-    options.cert = IssueLocalServerCert(ca, {kApiserverFqdn});
-    return options;
-  }
-  static HaproxyOptions ProxyOptions(uint16_t service_port, uint16_t apiserver_port) {
-    HaproxyOptions options;
-    options.service_addr = LoopbackAddress(service_port);
-    options.apiserver_addr = LoopbackAddress(apiserver_port);
-    return options;
-  }
+        apiserver_(SilentApiserverOptions(ca_, kApiserverFqdn)),
+        proxy_(AlpnRouteOptions(tap_.port(), apiserver_.port())) {}
 
   // A TLS client through the proxy that checks the certificate of the backend it expects:
   // kLpsServerName for the service (what the node agent pins), the FQDN for the apiserver.

@@ -657,17 +657,11 @@ TEST(LivePatchingServiceInProcessTest, StoreNotLoadedYetIsUnavailable) {
 class CheckHotfixThroughHaproxyTest : public ServiceE2eTest {
  protected:
   CheckHotfixThroughHaproxyTest() {
-    TlsPeerOptions api;
-    api.mode = TlsPeerMode::kSelectH2Silent;
-    api.cert = IssueLocalServerCert(files_.tls_ca(), {kApiserverFqdn});
-    apiserver_ = std::make_unique<TlsPeer>(std::move(api));
+    apiserver_ = std::make_unique<TlsPeer>(SilentApiserverOptions(files_.tls_ca(), kApiserverFqdn));
   }
 
   void StartProxy() {
-    HaproxyOptions options;
-    options.service_addr = LoopbackAddress(lps_->port());
-    options.apiserver_addr = LoopbackAddress(apiserver_->port());
-    proxy_ = std::make_unique<Haproxy>(std::move(options));
+    proxy_ = std::make_unique<Haproxy>(AlpnRouteOptions(lps_->port(), apiserver_->port()));
   }
 
   // Runs check-hotfix through the proxy and returns its one event's message.

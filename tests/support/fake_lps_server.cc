@@ -203,4 +203,10 @@ void FakeLpsServer::ClearCalls() {
   calls_.clear();
 }
 
+FakeLpsServerOptions LpsServerOptions(const TestCa& ca) {
+  FakeLpsServerOptions options;
+  options.cert = IssueLocalServerCert(ca, {kLpsServerName});
+  return options;
+}
+
 }  // namespace hotfix::testsupport

@@ -84,6 +84,9 @@ struct FakeLpsServerOptions {
   size_t max_recorded_calls = 0;
 };
 
+// A FakeLpsServer on TLS for 127.0.0.1 and kLpsServerName, issued by `ca`.
+FakeLpsServerOptions LpsServerOptions(const TestCa& ca);
+
 class FakeLpsServer {
  public:
   // Listening when this returns; throws std::runtime_error if it cannot start.

@@ -80,4 +80,11 @@ void Haproxy::Stop() {
   if (process_) process_->Stop();
 }
 
+HaproxyOptions AlpnRouteOptions(uint16_t service_port, uint16_t apiserver_port) {
+  HaproxyOptions options;
+  options.service_addr = LoopbackAddress(service_port);
+  options.apiserver_addr = LoopbackAddress(apiserver_port);
+  return options;
+}
+
 }  // namespace hotfix::testsupport

@@ -34,6 +34,10 @@ struct HaproxyOptions {
   std::chrono::milliseconds start_timeout = std::chrono::seconds(15);
 };
 
+// deploy/haproxy/haproxy.cfg routing ALPN aks-live-patching to 127.0.0.1:service_port and
+// everything else to 127.0.0.1:apiserver_port.
+HaproxyOptions AlpnRouteOptions(uint16_t service_port, uint16_t apiserver_port);
+
 class Haproxy {
  public:
   // Starts HAProxy and returns once its frontend listens; throws std::runtime_error with

@@ -185,4 +185,11 @@ bool TlsPeer::WaitForAccepted(size_t n, std::chrono::milliseconds timeout) const
   return changed_.wait_for(lock, timeout, [&] { return accepted_count() >= n; });
 }
 
+TlsPeerOptions SilentApiserverOptions(const TestCa& ca, const std::string& fqdn) {
+  TlsPeerOptions options;
+  options.mode = TlsPeerMode::kSelectH2Silent;
+  options.cert = IssueLocalServerCert(ca, {fqdn});
+  return options;
+}
+
 }  // namespace hotfix::testsupport

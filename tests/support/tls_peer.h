@@ -47,6 +47,10 @@ struct TlsPeerOptions {
   uint16_t port = 0;  // 0: any free port on 127.0.0.1
 };
 
+// The apiserver stand-in of the routing tests: TLS for `fqdn` from `ca`, selects h2 and then
+// never answers.
+TlsPeerOptions SilentApiserverOptions(const TestCa& ca, const std::string& fqdn);
+
 struct TlsPeerConnection {
   bool handshake_ok = false;
   std::string error;  // why the handshake failed, as OpenSSL says
