@@ -8,9 +8,8 @@
 #include <nlohmann/json.hpp>
 
 namespace hotfix {
-namespace {
 
-const char* LevelName(LogLevel level) {
+const char* LogLevelName(LogLevel level) {
   switch (level) {
     case LogLevel::kDebug:
       return "DEBUG";
@@ -23,6 +22,8 @@ const char* LevelName(LogLevel level) {
   }
   return "INFO";
 }
+
+namespace {
 
 // RFC 3339 with nanoseconds and a numeric offset, as slog writes it.
 std::string NowRfc3339() {
@@ -72,7 +73,7 @@ std::string Logger::FormatLine(LogLevel level, std::string_view msg,
                                const std::vector<LogField>& fields) {
   nlohmann::ordered_json line;
   line["time"] = NowRfc3339();
-  line["level"] = LevelName(level);
+  line["level"] = LogLevelName(level);
   line["msg"] = std::string(msg);
   for (const auto& f : fields) {
     std::visit([&](const auto& v) { line[f.key] = v; }, f.value);

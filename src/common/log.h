@@ -30,6 +30,9 @@ struct LogField {
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 
+// "DEBUG", "INFO", "WARN", "ERROR": the `level` of every JSON line.
+const char* LogLevelName(LogLevel level);
+
 class Logger {
  public:
   // Writes only to stderr until OpenFile() succeeds.

@@ -7,20 +7,6 @@
 namespace hotfix::service {
 namespace {
 
-const char* LevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "DEBUG";
-    case LogLevel::kInfo:
-      return "INFO";
-    case LogLevel::kWarn:
-      return "WARN";
-    case LogLevel::kError:
-      return "ERROR";
-  }
-  return "INFO";
-}
-
 // "YYYY-MM-DDTHH:MM:SS" and the zone suffix ("Z" or "+hh:mm") of the local time, as
 // Logger::FormatLine writes them. localtime_r takes a process-wide lock and strftime is slow,
 // so each thread redoes them only when the second changes.
@@ -118,7 +104,7 @@ std::string FormatAccessLogLine(LogLevel level, const AccessLogEntry& e,
   out.append("{\"time\":\"");
   AppendTime(&out, now);
   out.append("\",\"level\":\"")
-      .append(LevelName(level))
+      .append(LogLevelName(level))
       .append("\",\"msg\":\"GetComponentConfig\"");
   AppendField(&out, "peer", e.peer);
   AppendField(&out, "vm_id", e.vm_id);
