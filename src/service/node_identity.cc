@@ -193,6 +193,17 @@ Status CheckStrictForm(PKCS7* p7, std::string_view der) {
   }
   X509* signer = PKCS7_cert_from_signer_info(p7, info);
   if (signer == nullptr) return Status::InvalidArgument("does not carry its signer's certificate");
+  // The lookup above compares names canonically (case and spaces folded), so the SignerInfo's
+  // issuer could be spelled differently from the certificate's; only the exact bytes pass.
+  const unsigned char* named = nullptr;
+  const unsigned char* issued = nullptr;
+  size_t named_len = 0;
+  size_t issued_len = 0;
+  if (X509_NAME_get0_der(info->issuer_and_serial->issuer, &named, &named_len) != 1 ||
+      X509_NAME_get0_der(X509_get_issuer_name(signer), &issued, &issued_len) != 1 ||
+      named_len != issued_len || std::memcmp(named, issued, named_len) != 0) {
+    return Status::InvalidArgument("SignerInfo names its issuer unlike the signer's certificate");
+  }
   EVP_PKEY* key = X509_get0_pubkey(signer);
   if (key == nullptr || signature_nid == NID_undef || signature_key != EVP_PKEY_get_base_id(key)) {
     return Status::InvalidArgument("signature algorithm " + AlgorithmName(signature) +

@@ -397,6 +397,20 @@ TEST_F(EnvelopeVariantTest, SignatureAlgorithmVariantsAreRefused) {
                         "signature algorithm parameters are neither absent nor NULL");
 }
 
+// OpenSSL finds the signer by a canonical name comparison, so "TEST-IMDS-ROOT" would match
+// "test-imds-root".
+TEST_F(EnvelopeVariantTest, IssuerNameSpelledDifferentlyIsRefused) {
+  ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
+                          X509_NAME* name = X509_NAME_new();
+                          X509_NAME_add_entry_by_txt(
+                              name, "CN", MBSTRING_ASC,
+                              reinterpret_cast<const unsigned char*>("TEST-IMDS-ROOT"), -1, -1, 0);
+                          X509_NAME_set(&Info(p7)->issuer_and_serial->issuer, name);
+                          X509_NAME_free(name);
+                        }),
+                        "SignerInfo names its issuer unlike the signer's certificate");
+}
+
 // BER allows a length in more bytes than it needs; DER does not, and OpenSSL's decoder
 // accepts both.
 TEST_F(EnvelopeVariantTest, LongerLengthEncodingIsRefused) {
