@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, builds with ASan+UBSan and -Werror, runs every
 # test (unit and integration: real libgrpc++ server, real HAProxy, real certificates) in CTest;
-# then the service's tests again under ThreadSanitizer, and every fuzz target briefly
-# (docs/RELIABILITY.md).
+# then the service's tests again under ThreadSanitizer, the soak's short form (the service
+# under load through HAProxy while its store reloads and hundreds of idle and slow connections
+# are held), and every fuzz target briefly (docs/RELIABILITY.md).
 #   scripts/test.sh [extra ctest args, e.g. -L unit or -R Nbc]   (they apply to the first run)
-#   SKIP_TSAN=1 / SKIP_FUZZ=1 leave out the second and third parts.
+#   SKIP_TSAN=1 / SKIP_SOAK=1 / SKIP_FUZZ=1 leave out the second, third and fourth parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +49,13 @@ if [[ -z ${SKIP_TSAN:-} ]]; then
   fi
   unset TSAN_OPTIONS
   ((tsan_rc == 0)) || exit "$tsan_rc"
+fi
+
+if [[ -z ${SKIP_SOAK:-} ]]; then
+  # A Release build of the service (build/bench-svc): the soak bounds memory growth and
+  # reports calls per second, which an ASan build would distort. scripts/reliability.sh runs
+  # the full form (180 s, 3,500 held connections).
+  SOAK_SECONDS=20 SOAK_IDLE=300 SOAK_SILENT=100 SOAK_SLOW=100 SOAK_HELLO=100 bench/soak.sh
 fi
 
 if [[ -z ${SKIP_FUZZ:-} ]]; then
