@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "common/base64.h"
+#include "common/openssl.h"
 
 namespace hotfix::service {
 namespace {
@@ -33,40 +34,20 @@ using TimePoint = Clock::time_point;
 // issued by an IMDS we agree with about the time.
 constexpr auto kMaxFutureSkew = std::chrono::minutes(5);
 
-template <auto Fn>
-struct Deleter {
-  template <typename T>
-  void operator()(T* p) const {
-    Fn(p);
-  }
-};
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
-using Pkcs7Ptr = std::unique_ptr<PKCS7, Deleter<PKCS7_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
-using MdPtr = std::unique_ptr<EVP_MD, Deleter<EVP_MD_free>>;
+using ossl::BioPtr;
+using ossl::MdPtr;
+using ossl::Pkcs7Ptr;
+using ossl::StorePtr;
+using ossl::X509Ptr;
 struct FreeX509Stack {  // sk_X509_free is a macro, so not a Deleter<> argument
   void operator()(STACK_OF(X509) * stack) const { sk_X509_free(stack); }
 };
 using SignerStack = std::unique_ptr<STACK_OF(X509), FreeX509Stack>;
 
-// OpenSSL's error queue is per thread and outlives the call: gRPC's own TLS on this thread
-// would read a stale entry as its own failure. Every path drains it, into the message or away.
-// The data carries the useful part: "Verify error:certificate has expired".
+// OpenSSL's error queue, drained (ossl::DrainErrors), for a refusal's message.
 std::string DrainErrors() {
-  std::string out;
-  const char* data = nullptr;
-  int flags = 0;
-  while (unsigned long err = ERR_get_error_all(nullptr, nullptr, nullptr, &data, &flags)) {
-    char buf[256];
-    ERR_error_string_n(err, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-    if ((flags & ERR_TXT_STRING) && data != nullptr && *data != '\0') {
-      out += std::string(" (") + data + ")";
-    }
-  }
-  return out.empty() ? "no OpenSSL error queued" : out;
+  std::string errors = ossl::DrainErrors();
+  return errors.empty() ? "no OpenSSL error queued" : errors;
 }
 
 // ---- Trust roots ------------------------------------------------------------------------

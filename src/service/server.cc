@@ -20,6 +20,7 @@
 #include <mutex>
 
 #include "common/file_util.h"
+#include "common/openssl.h"
 #include "service/component_store.h"
 #include "service/live_patching_service.h"
 #include "service/metrics.h"
@@ -41,25 +42,13 @@ constexpr int kMaxConnectionIdleMs = 5 * 60 * 1000;
 // the kernel splits connections between the two (a stale instance keeps answering with its
 // old certificate and store). Every listener here turns it off: a busy port is a refusal.
 
-template <auto Fn>
-struct Free {
-  template <typename T>
-  void operator()(T* p) const {
-    Fn(p);
-  }
-};
-using BioPtr = std::unique_ptr<BIO, Free<BIO_free>>;
-using X509Ptr = std::unique_ptr<X509, Free<X509_free>>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, Free<EVP_PKEY_free>>;
+using ossl::BioPtr;
+using ossl::PkeyPtr;
+using ossl::X509Ptr;
 
 std::string OpenSslErrors() {
-  std::string out;
-  for (unsigned long e = ERR_get_error(); e != 0; e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    out += (out.empty() ? "" : "; ") + std::string(buf);
-  }
-  return out.empty() ? "no PEM data" : out;
+  std::string errors = ossl::DrainErrors();
+  return errors.empty() ? "no PEM data" : errors;
 }
 
 StatusOr<std::string> ReadFlagFile(const char* flag, const std::string& path) {

@@ -24,6 +24,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/openssl.h"
+
 namespace hotfix::wire {
 namespace {
 
@@ -31,22 +33,10 @@ constexpr size_t kMaxProxyHeader = 16 * 1024;
 
 // ---- Small owners and helpers. ----
 
-struct SslCtxFree {
-  void operator()(SSL_CTX* p) const { SSL_CTX_free(p); }
-};
-struct SslFree {
-  void operator()(SSL* p) const { SSL_free(p); }
-};
-struct X509Free {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct BioFree {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
-using SslCtxPtr = std::unique_ptr<SSL_CTX, SslCtxFree>;
-using SslPtr = std::unique_ptr<SSL, SslFree>;
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using BioPtr = std::unique_ptr<BIO, BioFree>;
+using ossl::BioPtr;
+using ossl::SslCtxPtr;
+using ossl::SslPtr;
+using ossl::X509Ptr;
 
 // Peer-supplied text echoed into a message: bounded and without control characters.
 std::string Printable(std::string_view s, size_t max = 200) {
@@ -54,16 +44,6 @@ std::string Printable(std::string_view s, size_t max = 200) {
   for (char c : s.substr(0, max)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   if (s.size() > max) out += "...";
   return out;
-}
-
-// The oldest queued OpenSSL error, then an empty queue: later SSL_get_error calls rely on it.
-std::string TakeOpenSslError() {
-  unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "";
-  char buf[256];
-  ERR_error_string_n(code, buf, sizeof(buf));
-  return buf;
 }
 
 // ---- Trust anchors: every CERTIFICATE block, as Go's CertPool.AppendCertsFromPEM. ----
@@ -130,11 +110,11 @@ std::string AlpnWireList(const std::vector<std::string>& protocols) {
 
 StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, std::vector<X509Ptr> anchors) {
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
-  if (!ctx) return Status::Internal("SSL_CTX_new: " + TakeOpenSslError());
+  if (!ctx) return Status::Internal("SSL_CTX_new: " + ossl::DrainErrors());
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   // TLS 1.2 suites as grpc-go's: ECDHE with AEAD only (RFC 7540 §9.2.2 for h2).
   if (SSL_CTX_set_cipher_list(ctx.get(), "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
-    return Status::Internal("setting TLS 1.2 cipher suites: " + TakeOpenSslError());
+    return Status::Internal("setting TLS 1.2 cipher suites: " + ossl::DrainErrors());
   }
   // A TCP close without close_notify reads as end of stream, as in Go; HTTP/2 framing
   // detects a truncated response by itself.
@@ -143,7 +123,7 @@ StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, std::vector<X509Ptr> an
   X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());  // empty: no system roots
   for (const X509Ptr& cert : anchors) {
     if (X509_STORE_add_cert(store, cert.get()) != 1) {
-      return Status::Internal("adding the cluster CA: " + TakeOpenSslError());
+      return Status::Internal("adding the cluster CA: " + ossl::DrainErrors());
     }
   }
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
@@ -153,13 +133,13 @@ StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, std::vector<X509Ptr> an
       param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
   if (X509_VERIFY_PARAM_set1_host(param, o.verify_name.data(), o.verify_name.size()) != 1 ||
       X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER) != 1) {
-    return Status::Internal("configuring certificate verification: " + TakeOpenSslError());
+    return Status::Internal("configuring certificate verification: " + ossl::DrainErrors());
   }
   std::string alpn = AlpnWireList(o.alpn);
   if (!alpn.empty() &&
       SSL_CTX_set_alpn_protos(ctx.get(), reinterpret_cast<const unsigned char*>(alpn.data()),
                               static_cast<unsigned>(alpn.size())) != 0) {  // 0 is success here
-    return Status::Internal("setting ALPN: " + TakeOpenSslError());
+    return Status::Internal("setting ALPN: " + ossl::DrainErrors());
   }
   return ctx;
 }
@@ -255,7 +235,7 @@ const BIO_METHOD* NoSigpipeSocketMethod() {
 
 // What went wrong in an SSL call, for a message.
 std::string SslFailure(int ssl_error, int saved_errno) {
-  std::string queued = TakeOpenSslError();
+  std::string queued = ossl::DrainErrors();
   if (!queued.empty()) return queued;
   if (ssl_error == SSL_ERROR_SYSCALL && saved_errno != 0) return strerror(saved_errno);
   if (ssl_error == SSL_ERROR_SYSCALL || ssl_error == SSL_ERROR_ZERO_RETURN) {
@@ -345,13 +325,13 @@ StatusOr<std::unique_ptr<TlsStream>> Handshake(Fd fd, SSL_CTX* ctx, const TlsDia
   BIO* bio = NoSigpipeSocketMethod() ? BIO_new(NoSigpipeSocketMethod()) : nullptr;
   if (!ssl || bio == nullptr) {
     BIO_free(bio);
-    return Status::Internal("creating the TLS session: " + TakeOpenSslError());
+    return Status::Internal("creating the TLS session: " + ossl::DrainErrors());
   }
   BIO_set_fd(bio, fd.get(), BIO_NOCLOSE);
   SSL_set_bio(ssl.get(), bio, bio);  // ssl owns bio now
   if (!o.sni.empty() && !IsIpLiteral(o.sni) &&
       SSL_set_tlsext_host_name(ssl.get(), o.sni.c_str()) != 1) {
-    return Status::InvalidArgument("invalid SNI: " + TakeOpenSslError());
+    return Status::InvalidArgument("invalid SNI: " + ossl::DrainErrors());
   }
   while (true) {
     ERR_clear_error();

@@ -16,16 +16,14 @@
 #include <gtest/gtest.h>
 
 #include "bin_dir.h"
+#include "check_hotfix_run.h"
 #include "common/base64.h"
-#include "fake_lps_server.h"
-#include "haproxy.h"
-#include "hello_tap.h"
 #include "imds_standin.h"
 #include "ports.h"
+#include "proxied_lps.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "test_certs.h"
-#include "tls_peer.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -71,83 +69,56 @@ struct AgentRun {
 
 class CheckHotfixE2eTest : public ::testing::Test {
  protected:
-  CheckHotfixE2eTest()
-      : lps_(LpsServerOptions(ca_)),
-        tap_("127.0.0.1", lps_.port()),
-        apiserver_(SilentApiserverOptions(ca_, kFqdn)),
-        proxy_(AlpnRouteOptions(tap_.port(), apiserver_.port())) {
-    lps_.SetConfig(kServedMap);
+  CheckHotfixE2eTest() {
+    stack_.lps.SetConfig(kServedMap);
     WriteNodeConfig(ca_.cert_pem());
   }
 
   void TearDown() override {
     if (HasFailure()) {
-      ADD_FAILURE() << "HAProxy log:\n" << proxy_.Log() << "\nagent stderr:\n" << last_stderr_;
+      ADD_FAILURE() << "HAProxy log:\n"
+                    << stack_.proxy.Log() << "\nagent stderr:\n"
+                    << last_stderr_;
     }
   }
 
   void WriteNodeConfig(const std::string& ca_pem, const std::string& extra = "") {
-    Json config = {{"version", "v1"},
-                   {"api_server_config", {{"api_server_name", kFqdn}}},
-                   {"kubernetes_ca_cert", EncodeStdBase64(ca_pem)}};
-    std::string text = config.dump();
+    std::string text = NodeConfigJson(kFqdn, ca_pem).dump();
     if (!extra.empty()) text = text.substr(0, text.size() - 1) + "," + extra + "}";
     dir_.Write("config.json", text);
   }
 
   std::string PointerPath() const { return dir_.File("hotfix.json").string(); }
 
-  std::vector<std::string> Args(uint16_t connect_port) const {
-    return {BinDir() + "/hotfix-agent",
-            "check-hotfix",
-            "--node-config",
-            dir_.File("config.json").string(),
-            "--nbc-cmd",
-            dir_.File("nbc-cmd.sh").string(),
-            "--hotfix-pointer",
-            PointerPath(),
-            "--imds-url",
-            imds_url_,
-            "--connect-to",
-            LoopbackAddress(connect_port),
-            "--events-dir",
-            dir_.File("events").string(),
-            "--log-file",
-            dir_.File("agent.log").string(),
-            "--current-version",
-            current_version_};
+  CheckHotfixArgs Args(uint16_t connect_port) const {
+    CheckHotfixArgs args;
+    args.node_config = dir_.File("config.json");
+    args.nbc_cmd = dir_.File("nbc-cmd.sh");
+    args.pointer = PointerPath();
+    args.imds_url = imds_url_;
+    args.connect_to = LoopbackAddress(connect_port);
+    args.events_dir = dir_.File("events");
+    args.log_file = dir_.File("agent.log");
+    args.current_version = current_version_;
+    return args;
   }
 
   AgentRun Run(std::vector<std::string> extra_args = {},
                std::map<std::string, std::string> env = {},
                std::optional<uint16_t> connect_port = std::nullopt) {
-    SpawnOptions spawn;
-    spawn.argv = Args(connect_port.value_or(proxy_.frontend_port()));
-    spawn.argv.insert(spawn.argv.end(), extra_args.begin(), extra_args.end());
-    spawn.env = std::move(env);
-    spawn.unset_env = {"HTTPS_PROXY", "https_proxy", "NO_PROXY",  "no_proxy",
-                       "HTTP_PROXY",  "http_proxy",  "ALL_PROXY", "all_proxy"};
-    for (const auto& [k, v] : spawn.env) {
-      spawn.unset_env.erase(std::remove(spawn.unset_env.begin(), spawn.unset_env.end(), k),
-                            spawn.unset_env.end());
-    }
-    RunResult r = RunProcess(std::move(spawn), kRunTimeout);
+    CheckHotfixArgs args = Args(connect_port.value_or(stack_.proxy.frontend_port()));
+    args.extra_args = std::move(extra_args);
+    args.env = std::move(env);
+    RunResult r = RunProcess(CheckHotfixSpawn(args), kRunTimeout);
     AgentRun run;
     run.status = r.status;
     run.stdout_text = r.stdout_text;
     run.stderr_text = r.stderr_text;
     last_stderr_ = r.stderr_text;
     run.log_file = dir_.Read("agent.log");
-    std::istringstream lines(run.log_file);
-    for (std::string line; std::getline(lines, line);) {
-      run.log_lines.push_back(Json::parse(line));
-    }
-    if (std::filesystem::exists(dir_.File("events"))) {
-      for (const auto& e : std::filesystem::directory_iterator(dir_.File("events"))) {
-        std::ifstream in(e.path());
-        run.events.push_back(Json::parse(in));
-      }
-    }
+    run.log_lines = ParseJsonLines(run.log_file);
+    for (const Json& line : run.log_lines) EXPECT_FALSE(line.is_discarded()) << run.log_file;
+    run.events = ReadEventFiles(args.events_dir);
     return run;
   }
 
@@ -166,10 +137,7 @@ class CheckHotfixE2eTest : public ::testing::Test {
   std::string ErrorOf(const AgentRun& run) { return run.Event()["Message"].get<std::string>(); }
 
   TestCa ca_ = TestCa::Create("test-cluster-ca");
-  FakeLpsServer lps_;
-  HelloTap tap_;
-  TlsPeer apiserver_;
-  Haproxy proxy_;
+  ProxiedLps stack_{ca_, kFqdn};
   ImdsStandin imds_;
   TempDir dir_{"check-hotfix-e2e"};
   std::string imds_url_ = imds_.document_url();
@@ -190,7 +158,7 @@ TEST_F(CheckHotfixE2eTest, StagesTheServedMapThroughTheAlpnRoute) {
   EXPECT_EQ(ModeOf(pointer), 0600u);
   EXPECT_TRUE(run.Logged("staged hotfix pointer for download-hotfix"));
   EXPECT_TRUE(run.Logged("check-hotfix completed"));
-  EXPECT_EQ(apiserver_.accepted_count(), 0u);
+  EXPECT_EQ(stack_.apiserver.accepted_count(), 0u);
 }
 
 // The launcher's order (reference §5): check-hotfix stages, download-hotfix reads what was
@@ -233,8 +201,8 @@ TEST_F(CheckHotfixE2eTest, DownloadHotfixActsOnWhatCheckHotfixStaged) {
 TEST_F(CheckHotfixE2eTest, OffersTheAlpnListAndSniTheProxyRoutesOn) {
   AgentRun run = Run();
   ExpectFailOpen(run, "lpsRead");
-  ASSERT_EQ(tap_.connection_count(), 1u);
-  TappedConnection seen = tap_.connections().at(0);
+  ASSERT_EQ(stack_.tap.connection_count(), 1u);
+  TappedConnection seen = stack_.tap.connections().at(0);
   EXPECT_EQ(seen.hello.sni, kFqdn);
   EXPECT_THAT(seen.hello.alpn, ElementsAre("aks-live-patching", "h2"));
 }
@@ -242,8 +210,8 @@ TEST_F(CheckHotfixE2eTest, OffersTheAlpnListAndSniTheProxyRoutesOn) {
 TEST_F(CheckHotfixE2eTest, SendsTheAttestedDocumentAsMetadataAndABoundedDeadline) {
   AgentRun run = Run();
   ExpectFailOpen(run, "lpsRead");
-  ASSERT_EQ(lps_.call_count(), 1u);
-  LpsCall call = lps_.calls().at(0);
+  ASSERT_EQ(stack_.lps.call_count(), 1u);
+  LpsCall call = stack_.lps.calls().at(0);
   EXPECT_EQ(call.component_name, "aksNodeController");
   ASSERT_EQ(call.Count("authorization"), 1u);
   std::vector<std::string> served = imds_.served_signatures();
@@ -272,7 +240,7 @@ TEST_F(CheckHotfixE2eTest, NoEntryForThisBaseIsNoHotfixForBaseButStillStaged) {
 TEST_F(CheckHotfixE2eTest, EmptyServedConfigLeavesThePointerByteForByte) {
   dir_.Write("hotfix.json", kPreSeeded);
   for (const char* served : {"", "{}", R"({"hotfixes":{}})", R"({"version":"202604.01.9"})"}) {
-    lps_.SetConfig(served);
+    stack_.lps.SetConfig(served);
     std::filesystem::remove_all(dir_.File("events"));
     AgentRun run = Run();
     ExpectFailOpen(run, "noHotfixAvailable");
@@ -284,7 +252,7 @@ TEST_F(CheckHotfixE2eTest, BenignCodesAreNoHotfixAvailableAndTouchNothing) {
   WriteNodeConfig(ca_.cert_pem(), R"("hotfixes":{"202604.01":"202604.01.7"})");
   for (auto code : {grpc::StatusCode::NOT_FOUND, grpc::StatusCode::PERMISSION_DENIED,
                     grpc::StatusCode::UNAUTHENTICATED}) {
-    lps_.SetStatus(code, "no hotfix for you");
+    stack_.lps.SetStatus(code, "no hotfix for you");
     std::filesystem::remove_all(dir_.File("events"));
     AgentRun run = Run();
     ExpectFailOpen(run, "noHotfixAvailable");
@@ -295,7 +263,7 @@ TEST_F(CheckHotfixE2eTest, BenignCodesAreNoHotfixAvailableAndTouchNothing) {
 
 TEST_F(CheckHotfixE2eTest, InvalidArgumentFailsWithoutColdStartFallback) {
   WriteNodeConfig(ca_.cert_pem(), R"("hotfixes":{"202604.01":"202604.01.7"})");
-  lps_.SetStatus(grpc::StatusCode::INVALID_ARGUMENT, "component name 100% wrong");
+  stack_.lps.SetStatus(grpc::StatusCode::INVALID_ARGUMENT, "component name 100% wrong");
   AgentRun run = Run();
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("not falling back: LPS gRPC call failed with code "
@@ -305,7 +273,7 @@ TEST_F(CheckHotfixE2eTest, InvalidArgumentFailsWithoutColdStartFallback) {
 
 TEST_F(CheckHotfixE2eTest, UnavailableFallsBackToTheColdStartPointer) {
   WriteNodeConfig(ca_.cert_pem(), R"("hotfixes":{"202604.01":"202604.01.7"})");
-  lps_.SetStatus(grpc::StatusCode::UNAVAILABLE, "draining");
+  stack_.lps.SetStatus(grpc::StatusCode::UNAVAILABLE, "draining");
   AgentRun run = Run();
   ExpectFailOpen(run, "customDataFallback");
   EXPECT_TRUE(run.Logged("failed to reach LPS, attempting cold-start fallback"));
@@ -314,7 +282,7 @@ TEST_F(CheckHotfixE2eTest, UnavailableFallsBackToTheColdStartPointer) {
 }
 
 TEST_F(CheckHotfixE2eTest, UnavailableWithoutColdStartPointerFails) {
-  lps_.SetStatus(grpc::StatusCode::UNAVAILABLE, "draining");
+  stack_.lps.SetStatus(grpc::StatusCode::UNAVAILABLE, "draining");
   AgentRun run = Run();
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("LPS fetch failed and no cold-start pointer present"));
@@ -323,7 +291,7 @@ TEST_F(CheckHotfixE2eTest, UnavailableWithoutColdStartPointerFails) {
 
 TEST_F(CheckHotfixE2eTest, InvalidServedJsonFailsAndKeepsThePointer) {
   dir_.Write("hotfix.json", kPreSeeded);
-  lps_.SetConfig("not valid json");
+  stack_.lps.SetConfig("not valid json");
   AgentRun run = Run();
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("parsing LPS hotfix pointer: unmarshaling hotfix pointer"));
@@ -332,8 +300,8 @@ TEST_F(CheckHotfixE2eTest, InvalidServedJsonFailsAndKeepsThePointer) {
 
 TEST_F(CheckHotfixE2eTest, OversizedResponseIsResourceExhaustedWithoutFallback) {
   WriteNodeConfig(ca_.cert_pem(), R"("hotfixes":{"202604.01":"202604.01.7"})");
-  lps_.SetConfig(R"({"hotfixes":{"202604.01":"202604.01.3"},"pad":")" + std::string(5 << 20, 'x') +
-                 "\"}");
+  stack_.lps.SetConfig(R"({"hotfixes":{"202604.01":"202604.01.3"},"pad":")" +
+                       std::string(5 << 20, 'x') + "\"}");
   AgentRun run = Run();
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("code ResourceExhausted"));
@@ -341,14 +309,14 @@ TEST_F(CheckHotfixE2eTest, OversizedResponseIsResourceExhaustedWithoutFallback) 
 }
 
 TEST_F(CheckHotfixE2eTest, ASlowServiceHitsTheDeadlineWithinTheBudget) {
-  lps_.SetDelay(std::chrono::seconds(8));
+  stack_.lps.SetDelay(std::chrono::seconds(8));
   AgentRun run = Run({"--lps-timeout-ms", "1000"});
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("code DeadlineExceeded"));
   EXPECT_LT(run.status.wall_time, std::chrono::milliseconds(6000));
-  ASSERT_EQ(lps_.call_count(), 1u);
+  ASSERT_EQ(stack_.lps.call_count(), 1u);
   // grpc-timeout carried the remaining budget: at most 1 s + the 2 s IMDS allowance.
-  EXPECT_LE(lps_.calls()[0].deadline_remaining->count(), 3000);
+  EXPECT_LE(stack_.lps.calls()[0].deadline_remaining->count(), 3000);
 }
 
 TEST_F(CheckHotfixE2eTest, APeerThatNeverAnswersCannotHoldTheNodeBeyondTheBudget) {
@@ -377,14 +345,14 @@ TEST_F(CheckHotfixE2eTest, AnUntrustedServiceCertificateIsRejected) {
   AgentRun run = Run();
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("server certificate verification failed"));
-  EXPECT_EQ(lps_.call_count(), 0u);
+  EXPECT_EQ(stack_.lps.call_count(), 0u);
 }
 
 TEST_F(CheckHotfixE2eTest, ACertificateForAnotherNameIsRejected) {
   AgentRun run = Run({"--server-name", "not-the-lps.example.com"});
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("server certificate verification failed"));
-  EXPECT_EQ(lps_.call_count(), 0u);
+  EXPECT_EQ(stack_.lps.call_count(), 0u);
 }
 
 TEST_F(CheckHotfixE2eTest, ImdsDownFailsWithoutCallingTheService) {
@@ -394,7 +362,7 @@ TEST_F(CheckHotfixE2eTest, ImdsDownFailsWithoutCallingTheService) {
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("imds attested token"));
   EXPECT_TRUE(run.Logged("fetch attempt failed, retrying"));
-  EXPECT_EQ(lps_.call_count(), 0u);
+  EXPECT_EQ(stack_.lps.call_count(), 0u);
 }
 
 TEST_F(CheckHotfixE2eTest, ImdsRetriesOnceAfterAServerError) {
@@ -415,8 +383,8 @@ TEST_F(CheckHotfixE2eTest, FallsBackToNbcCmdWhenTheNodeConfigIsAbsent) {
   ExpectFailOpen(run, "lpsRead");
   EXPECT_TRUE(run.Logged("node config not found, trying nbc-cmd.sh fallback"));
   EXPECT_TRUE(run.Logged("loaded LPS target from nbc-cmd.sh fallback"));
-  ASSERT_EQ(tap_.connection_count(), 1u);
-  EXPECT_EQ(tap_.connections()[0].hello.sni, kFqdn);
+  ASSERT_EQ(stack_.tap.connection_count(), 1u);
+  EXPECT_EQ(stack_.tap.connections()[0].hello.sni, kFqdn);
 }
 
 TEST_F(CheckHotfixE2eTest, AMissingCaFailsFastWithoutAskingImds) {
@@ -426,7 +394,7 @@ TEST_F(CheckHotfixE2eTest, AMissingCaFailsFastWithoutAskingImds) {
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("cluster CA unavailable"));
   EXPECT_EQ(imds_.request_count(), 0u);
-  EXPECT_EQ(lps_.call_count(), 0u);
+  EXPECT_EQ(stack_.lps.call_count(), 0u);
 }
 
 TEST_F(CheckHotfixE2eTest, ACaWithoutCertificatesFailsBeforeAnythingIsSent) {
@@ -434,8 +402,8 @@ TEST_F(CheckHotfixE2eTest, ACaWithoutCertificatesFailsBeforeAnythingIsSent) {
   AgentRun run = Run();
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("failed to parse cluster CA PEM"));
-  EXPECT_EQ(tap_.connection_count(), 0u);
-  EXPECT_EQ(lps_.call_count(), 0u);
+  EXPECT_EQ(stack_.tap.connection_count(), 0u);
+  EXPECT_EQ(stack_.lps.call_count(), 0u);
 }
 
 TEST_F(CheckHotfixE2eTest, NeitherBootstrapFileFails) {
@@ -488,9 +456,9 @@ TEST_F(CheckHotfixProxyTest, TunnelsThroughHttpsProxyWithConnect) {
   tinyproxy->Stop();
   // The tunnel names the TCP destination (here the --connect-to override).
   EXPECT_THAT(tinyproxy->Stdout() + tinyproxy->Stderr(),
-              HasSubstr("CONNECT " + LoopbackAddress(proxy_.frontend_port())));
-  ASSERT_EQ(tap_.connection_count(), 1u);
-  EXPECT_EQ(tap_.connections()[0].hello.sni, kFqdn);
+              HasSubstr("CONNECT " + LoopbackAddress(stack_.proxy.frontend_port())));
+  ASSERT_EQ(stack_.tap.connection_count(), 1u);
+  EXPECT_EQ(stack_.tap.connections()[0].hello.sni, kFqdn);
 }
 
 TEST_F(CheckHotfixProxyTest, NoProxyWithTheApiserverNameBypassesTheProxy) {
@@ -504,7 +472,7 @@ TEST_F(CheckHotfixProxyTest, AProxyThatRefusesIsAFailedRun) {
   uint16_t dead = PickFreePort();
   AgentRun run = Run({}, {{"HTTPS_PROXY", "http://127.0.0.1:" + std::to_string(dead)}});
   ExpectFailOpen(run, "failed");
-  EXPECT_EQ(lps_.call_count(), 0u);
+  EXPECT_EQ(stack_.lps.call_count(), 0u);
 }
 
 TEST(HotfixAgentCliTest, HelpDescribesEveryFlag) {

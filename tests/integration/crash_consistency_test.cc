@@ -38,16 +38,13 @@
 #include <gtest/gtest.h>
 
 #include "bin_dir.h"
+#include "check_hotfix_run.h"
 #include "common/base64.h"
-#include "fake_lps_server.h"
-#include "haproxy.h"
-#include "hello_tap.h"
 #include "imds_standin.h"
-#include "ports.h"
+#include "proxied_lps.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "test_certs.h"
-#include "tls_peer.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -318,16 +315,9 @@ constexpr char kNewPointer[] =
 
 class CheckHotfixScenario : public Scenario {
  public:
-  CheckHotfixScenario()
-      : lps_(LpsServerOptions(ca_)),
-        tap_("127.0.0.1", lps_.port()),
-        apiserver_(SilentApiserverOptions(ca_, kFqdn)),
-        proxy_(AlpnRouteOptions(tap_.port(), apiserver_.port())) {
-    lps_.SetConfig(kServedMap);
-    Json config = {{"version", "v1"},
-                   {"api_server_config", {{"api_server_name", kFqdn}}},
-                   {"kubernetes_ca_cert", EncodeStdBase64(ca_.cert_pem())}};
-    dir_.Write("config.json", config.dump());
+  CheckHotfixScenario() {
+    stack_.lps.SetConfig(kServedMap);
+    dir_.Write("config.json", NodeConfigJson(kFqdn, ca_.cert_pem()).dump());
     fs::create_directories(dir_.File("opt"));
     // boothook writes the pointer 0600 and a rewrite keeps its bits.
     targets_ = {
@@ -336,28 +326,15 @@ class CheckHotfixScenario : public Scenario {
 
   std::string Name() const override { return "check-hotfix"; }
   SpawnOptions Spawn() const override {
-    SpawnOptions spawn;
-    spawn.argv = {BinDir() + "/hotfix-agent",
-                  "check-hotfix",
-                  "--node-config",
-                  dir_.File("config.json").string(),
-                  "--nbc-cmd",
-                  dir_.File("nbc-cmd.sh").string(),
-                  "--hotfix-pointer",
-                  dir_.File("opt/aks-node-controller-hotfix.json").string(),
-                  "--imds-url",
-                  imds_.document_url(),
-                  "--connect-to",
-                  LoopbackAddress(proxy_.frontend_port()),
-                  "--events-dir",
-                  EventsDir().string(),
-                  "--log-file",
-                  dir_.File("agent.log").string(),
-                  "--current-version",
-                  "202604.01.0"};
-    spawn.unset_env = {"HTTPS_PROXY", "https_proxy", "NO_PROXY",  "no_proxy",
-                       "HTTP_PROXY",  "http_proxy",  "ALL_PROXY", "all_proxy"};
-    return spawn;
+    CheckHotfixArgs args;
+    args.node_config = dir_.File("config.json");
+    args.nbc_cmd = dir_.File("nbc-cmd.sh");
+    args.pointer = dir_.File("opt/aks-node-controller-hotfix.json");
+    args.imds_url = imds_.document_url();
+    args.connect_to = stack_.proxy.frontend_address();
+    args.events_dir = EventsDir();
+    args.log_file = dir_.File("agent.log");
+    return CheckHotfixSpawn(args);
   }
   std::vector<fs::path> WatchedDirs() const override { return {dir_.File("opt")}; }
   std::string TempPrefix() const override { return ".aks-node-controller-hotfix-"; }
@@ -383,10 +360,7 @@ class CheckHotfixScenario : public Scenario {
 
  private:
   TestCa ca_ = TestCa::Create("test-cluster-ca");
-  FakeLpsServer lps_;
-  HelloTap tap_;
-  TlsPeer apiserver_;
-  Haproxy proxy_;
+  ProxiedLps stack_{ca_, kFqdn};
   ImdsStandin imds_;
   TempDir dir_{"crash-check-hotfix"};
 };

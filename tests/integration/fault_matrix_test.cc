@@ -32,6 +32,7 @@
 #include <gtest/gtest.h>
 
 #include "bin_dir.h"
+#include "check_hotfix_run.h"
 #include "common/base64.h"
 #include "fake_lps_server.h"
 #include "haproxy.h"
@@ -123,8 +124,8 @@ class Rig {
   // The AKSNodeConfig JSON; `extra` is spliced in as further top-level members.
   void WriteNodeConfig(const std::string& extra = "", const std::string& api_server = kFqdn,
                        const std::optional<std::string>& ca_field = std::nullopt) {
-    Json config = {{"version", "v1"}, {"api_server_config", {{"api_server_name", api_server}}}};
-    config["kubernetes_ca_cert"] = ca_field.value_or(EncodeStdBase64(ca.cert_pem()));
+    Json config = NodeConfigJson(api_server, ca.cert_pem());
+    if (ca_field) config["kubernetes_ca_cert"] = *ca_field;
     std::string text = config.dump();
     if (!extra.empty()) text = text.substr(0, text.size() - 1) + "," + extra + "}";
     Write(NodeConfigPath(), text);
@@ -199,47 +200,23 @@ class Rig {
   }
 
   AgentRun Run() {
-    SpawnOptions spawn;
-    spawn.argv = {BinDir() + "/hotfix-agent",
-                  "check-hotfix",
-                  "--node-config",
-                  NodeConfigPath().string(),
-                  "--nbc-cmd",
-                  NbcCmdPath().string(),
-                  "--hotfix-pointer",
-                  PointerPath().string(),
-                  "--imds-url",
-                  imds_url,
-                  "--events-dir",
-                  EventsDir().string(),
-                  "--log-file",
-                  LogPath().string(),
-                  "--current-version",
-                  "202604.01.0"};
-    if (connect_to) {
-      spawn.argv.push_back("--connect-to");
-      spawn.argv.push_back(connect_to->empty() ? proxy->frontend_address() : *connect_to);
-    }
-    spawn.argv.insert(spawn.argv.end(), extra_args.begin(), extra_args.end());
-    spawn.env = env;
-    for (const char* name : {"HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "HTTP_PROXY",
-                             "http_proxy", "ALL_PROXY", "all_proxy"}) {
-      if (!env.count(name)) spawn.unset_env.push_back(name);
-    }
-    RunResult r = RunProcess(std::move(spawn), kRunTimeout);
+    CheckHotfixArgs args;
+    args.node_config = NodeConfigPath();
+    args.nbc_cmd = NbcCmdPath();
+    args.pointer = PointerPath();
+    args.imds_url = imds_url;
+    args.events_dir = EventsDir();
+    args.log_file = LogPath();
+    if (connect_to) args.connect_to = connect_to->empty() ? proxy->frontend_address() : *connect_to;
+    args.extra_args = extra_args;
+    args.env = env;
+    RunResult r = RunProcess(CheckHotfixSpawn(args), kRunTimeout);
     AgentRun run;
     run.status = r.status;
     run.stderr_text = r.stderr_text;
     run.log_file = ReadAll(LogPath());
-    std::istringstream lines(run.log_file);
-    for (std::string line; std::getline(lines, line);) {
-      run.log_lines.push_back(Json::parse(line, nullptr, /*allow_exceptions=*/false));
-    }
-    if (fs::exists(EventsDir())) {
-      for (const auto& e : fs::directory_iterator(EventsDir())) {
-        run.events.push_back(Json::parse(ReadAll(e.path()), nullptr, false));
-      }
-    }
+    run.log_lines = ParseJsonLines(run.log_file);
+    run.events = ReadEventFiles(EventsDir());
     return run;
   }
 

@@ -13,14 +13,11 @@
 #include <thread>
 
 #include "akslivepatching/v1/live_patching.grpc.pb.h"
-#include "fake_lps_server.h"
-#include "haproxy.h"
-#include "hello_tap.h"
 #include "ports.h"
+#include "proxied_lps.h"
 #include "subprocess.h"
 #include "test_certs.h"
 #include "tls_client.h"
-#include "tls_peer.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -33,19 +30,13 @@ constexpr char kApiserverFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
 
 class ProxyRoutingTest : public ::testing::Test {
  protected:
-  ProxyRoutingTest()
-      : lps_(LpsServerOptions(ca_)),
-        tap_("127.0.0.1", lps_.port()),
-        apiserver_(SilentApiserverOptions(ca_, kApiserverFqdn)),
-        proxy_(AlpnRouteOptions(tap_.port(), apiserver_.port())) {}
-
   // A TLS client through the proxy that checks the certificate of the backend it expects:
   // kLpsServerName for the service (what the node agent pins), the FQDN for the apiserver.
   // SNI is the apiserver FQDN unless a test says otherwise, as the node agent sends it.
   TlsClientResult Connect(std::vector<std::string> alpn, const std::string& expected_name,
                           std::string sni = kApiserverFqdn) {
     TlsClientOptions options;
-    options.port = proxy_.frontend_port();
+    options.port = stack_.proxy.frontend_port();
     options.sni = std::move(sni);
     options.alpn = std::move(alpn);
     options.ca_pem = ca_.cert_pem();
@@ -54,14 +45,11 @@ class ProxyRoutingTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (HasFailure()) ADD_FAILURE() << "HAProxy log:\n" << proxy_.Log();
+    if (HasFailure()) ADD_FAILURE() << "HAProxy log:\n" << stack_.proxy.Log();
   }
 
   TestCa ca_ = TestCa::Create("test-cluster-ca");
-  FakeLpsServer lps_;
-  HelloTap tap_;
-  TlsPeer apiserver_;
-  Haproxy proxy_;
+  ProxiedLps stack_{ca_, kApiserverFqdn};
 };
 
 TEST_F(ProxyRoutingTest, LivePatchingAlpnReachesTheService) {
@@ -70,21 +58,21 @@ TEST_F(ProxyRoutingTest, LivePatchingAlpnReachesTheService) {
   // The gRPC server terminated this TLS session: its certificate, its ALPN choice.
   EXPECT_EQ(r.peer_common_name, kLpsServerName);
   EXPECT_EQ(r.selected_alpn, "h2");
-  ASSERT_EQ(tap_.connection_count(), 1u);
-  TappedConnection seen = tap_.connections()[0];
+  ASSERT_EQ(stack_.tap.connection_count(), 1u);
+  TappedConnection seen = stack_.tap.connections()[0];
   EXPECT_TRUE(seen.parsed) << seen.error;
   // HAProxy passed the ClientHello on untouched: same SNI, same list, same order.
   EXPECT_EQ(seen.hello.sni, kApiserverFqdn);
   EXPECT_THAT(seen.hello.alpn, ElementsAreArray({"aks-live-patching", "h2"}));
-  EXPECT_EQ(apiserver_.accepted_count(), 0u);
+  EXPECT_EQ(stack_.apiserver.accepted_count(), 0u);
 }
 
 TEST_F(ProxyRoutingTest, LivePatchingAnywhereInTheListRoutes) {
   // HAProxy's req.ssl_alpn (like Envoy's application_protocols) matches any offered entry.
   TlsClientResult r = Connect({"h2", "aks-live-patching"}, kLpsServerName);
   ASSERT_TRUE(r.handshake_ok) << r.error;
-  EXPECT_EQ(tap_.connection_count(), 1u);
-  EXPECT_EQ(apiserver_.accepted_count(), 0u);
+  EXPECT_EQ(stack_.tap.connection_count(), 1u);
+  EXPECT_EQ(stack_.apiserver.accepted_count(), 0u);
 }
 
 TEST_F(ProxyRoutingTest, RoutingIgnoresSni) {
@@ -93,10 +81,10 @@ TEST_F(ProxyRoutingTest, RoutingIgnoresSni) {
   EXPECT_TRUE(no_sni.handshake_ok) << no_sni.error;
   TlsClientResult legacy = Connect({"h2"}, kApiserverFqdn, kLpsServerName);
   EXPECT_TRUE(legacy.handshake_ok) << legacy.error;
-  ASSERT_EQ(tap_.connection_count(), 1u);
-  EXPECT_EQ(tap_.connections()[0].hello.sni, "");
-  ASSERT_TRUE(apiserver_.WaitForConnections(1, kGenerous));
-  EXPECT_EQ(apiserver_.connections()[0].sni, kLpsServerName);
+  ASSERT_EQ(stack_.tap.connection_count(), 1u);
+  EXPECT_EQ(stack_.tap.connections()[0].hello.sni, "");
+  ASSERT_TRUE(stack_.apiserver.WaitForConnections(1, kGenerous));
+  EXPECT_EQ(stack_.apiserver.connections()[0].sni, kLpsServerName);
 }
 
 struct OtherOffer {
@@ -112,12 +100,12 @@ TEST_P(ApiserverRoutingTest, GoesToTheApiserver) {
   TlsClientResult r = Connect(offer, kApiserverFqdn);
   ASSERT_TRUE(r.handshake_ok) << r.error;
   EXPECT_EQ(r.peer_common_name, kApiserverFqdn);
-  ASSERT_TRUE(apiserver_.WaitForConnections(1, kGenerous));
-  TlsPeerConnection seen = apiserver_.connections()[0];
+  ASSERT_TRUE(stack_.apiserver.WaitForConnections(1, kGenerous));
+  TlsPeerConnection seen = stack_.apiserver.connections()[0];
   EXPECT_EQ(seen.sni, kApiserverFqdn);
   EXPECT_EQ(seen.offered_alpn, offer);
-  EXPECT_EQ(tap_.connection_count(), 0u);
-  EXPECT_EQ(lps_.call_count(), 0u);
+  EXPECT_EQ(stack_.tap.connection_count(), 0u);
+  EXPECT_EQ(stack_.lps.call_count(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(NotLivePatching, ApiserverRoutingTest,
@@ -131,15 +119,15 @@ INSTANTIATE_TEST_SUITE_P(NotLivePatching, ApiserverRoutingTest,
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 TEST_F(ProxyRoutingTest, NonTlsGoesToTheApiserver) {
-  int fd = ConnectLoopback(proxy_.frontend_port());
+  int fd = ConnectLoopback(stack_.proxy.frontend_port());
   ASSERT_GE(fd, 0);
   const char request[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_GT(send(fd, request, sizeof(request) - 1, MSG_NOSIGNAL), 0);
   // HAProxy may wait out its inspect-delay (5 s) before giving up on a ClientHello.
-  EXPECT_TRUE(apiserver_.WaitForConnections(1, std::chrono::seconds(30)));
+  EXPECT_TRUE(stack_.apiserver.WaitForConnections(1, std::chrono::seconds(30)));
   close(fd);
-  EXPECT_FALSE(apiserver_.connections().at(0).handshake_ok);
-  EXPECT_EQ(tap_.connection_count(), 0u);
+  EXPECT_FALSE(stack_.apiserver.connections().at(0).handshake_ok);
+  EXPECT_EQ(stack_.tap.connection_count(), 0u);
 }
 
 TEST_F(ProxyRoutingTest, StockGrpcClientIsRoutedToTheApiserver) {
@@ -150,7 +138,7 @@ TEST_F(ProxyRoutingTest, StockGrpcClientIsRoutedToTheApiserver) {
   grpc::ChannelArguments args;
   args.SetString(GRPC_SSL_TARGET_NAME_OVERRIDE_ARG, kApiserverFqdn);
   auto channel =
-      grpc::CreateCustomChannel(proxy_.frontend_address(), grpc::SslCredentials(tls), args);
+      grpc::CreateCustomChannel(stack_.proxy.frontend_address(), grpc::SslCredentials(tls), args);
   auto stub = akslivepatching::v1::LivePatchingService::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -159,9 +147,9 @@ TEST_F(ProxyRoutingTest, StockGrpcClientIsRoutedToTheApiserver) {
   akslivepatching::v1::GetComponentConfigResponse response;
   grpc::Status status = stub->GetComponentConfig(&ctx, request, &response);
   EXPECT_FALSE(status.ok());
-  ASSERT_TRUE(apiserver_.WaitForConnections(1, kGenerous));
-  EXPECT_THAT(apiserver_.connections()[0].offered_alpn, ElementsAreArray({"grpc-exp", "h2"}));
-  EXPECT_EQ(lps_.call_count(), 0u);
+  ASSERT_TRUE(stack_.apiserver.WaitForConnections(1, kGenerous));
+  EXPECT_THAT(stack_.apiserver.connections()[0].offered_alpn, ElementsAreArray({"grpc-exp", "h2"}));
+  EXPECT_EQ(stack_.lps.call_count(), 0u);
 }
 
 TEST_F(ProxyRoutingTest, LogNamesTheChosenBackendAndSni) {
@@ -170,15 +158,15 @@ TEST_F(ProxyRoutingTest, LogNamesTheChosenBackendAndSni) {
   // HAProxy logs a TCP session when it ends; both just closed, so allow a moment.
   auto until = std::chrono::steady_clock::now() + kGenerous;
   auto both_logged = [&] {
-    std::string log = proxy_.Log();
+    std::string log = stack_.proxy.Log();
     return log.find("live_patching/lps") != std::string::npos &&
            log.find("apiserver/apiserver") != std::string::npos;
   };
   while (!both_logged() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_TRUE(both_logged()) << proxy_.Log();
-  EXPECT_THAT(proxy_.Log(), HasSubstr(std::string("sni=") + kApiserverFqdn));
+  EXPECT_TRUE(both_logged()) << stack_.proxy.Log();
+  EXPECT_THAT(stack_.proxy.Log(), HasSubstr(std::string("sni=") + kApiserverFqdn));
 }
 
 TEST(HaproxyConfigTest, ReferenceConfigIsValid) {

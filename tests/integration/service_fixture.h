@@ -29,7 +29,8 @@
 #include <gtest/gtest.h>
 
 #include "akslivepatching/v1/live_patching.grpc.pb.h"
-#include "common/base64.h"
+#include "bin_dir.h"
+#include "check_hotfix_run.h"
 #include "fake_lps_server.h"
 #include "imds_standin.h"
 #include "ports.h"
@@ -38,11 +39,6 @@
 #include "test_certs.h"
 
 namespace hotfix::testsupport {
-
-inline std::string BinDir() {
-  const char* dir = std::getenv("LP_BIN_DIR");
-  return dir != nullptr ? dir : LP_DEFAULT_BIN_DIR;
-}
 
 inline std::string SourceDir() {
   const char* dir = std::getenv("LP_SOURCE_DIR");
@@ -242,44 +238,24 @@ struct AgentRun {
 class NodeAgent {
  public:
   explicit NodeAgent(const TestCa& cluster_ca) {
-    nlohmann::json config = {{"version", "v1"},
-                             {"api_server_config", {{"api_server_name", kApiserverFqdn}}},
-                             {"kubernetes_ca_cert", EncodeStdBase64(cluster_ca.cert_pem())}};
-    dir_.Write("config.json", config.dump());
+    dir_.Write("config.json", NodeConfigJson(kApiserverFqdn, cluster_ca.cert_pem()).dump());
   }
   const TempDir& dir() const { return dir_; }
   std::filesystem::path pointer() const { return dir_.File("hotfix.json"); }
 
   AgentRun CheckHotfix(const std::string& imds_url, const std::string& connect_to) const {
-    SpawnOptions spawn;
-    spawn.argv = {BinDir() + "/hotfix-agent",
-                  "check-hotfix",
-                  "--node-config",
-                  dir_.File("config.json").string(),
-                  "--nbc-cmd",
-                  dir_.File("nbc-cmd.sh").string(),
-                  "--hotfix-pointer",
-                  pointer().string(),
-                  "--imds-url",
-                  imds_url,
-                  "--connect-to",
-                  connect_to,
-                  "--events-dir",
-                  dir_.File("events").string(),
-                  "--log-file",
-                  dir_.File("agent.log").string(),
-                  "--current-version",
-                  "202604.01.0"};
-    spawn.unset_env = {"HTTPS_PROXY", "https_proxy", "NO_PROXY",  "no_proxy",
-                       "HTTP_PROXY",  "http_proxy",  "ALL_PROXY", "all_proxy"};
-    std::filesystem::remove_all(dir_.File("events"));
+    CheckHotfixArgs args;
+    args.node_config = dir_.File("config.json");
+    args.nbc_cmd = dir_.File("nbc-cmd.sh");
+    args.pointer = pointer();
+    args.imds_url = imds_url;
+    args.connect_to = connect_to;
+    args.events_dir = dir_.File("events");
+    args.log_file = dir_.File("agent.log");
+    std::filesystem::remove_all(args.events_dir);
     AgentRun run;
-    run.result = RunProcess(std::move(spawn), std::chrono::seconds(60));
-    if (std::filesystem::exists(dir_.File("events"))) {
-      for (const auto& e : std::filesystem::directory_iterator(dir_.File("events"))) {
-        run.events.push_back(nlohmann::json::parse(std::ifstream(e.path())));
-      }
-    }
+    run.result = RunProcess(CheckHotfixSpawn(args), std::chrono::seconds(60));
+    run.events = ReadEventFiles(args.events_dir);
     return run;
   }
 

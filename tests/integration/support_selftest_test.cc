@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "common/openssl.h"
 #include "hello_tap.h"
 #include "ports.h"
 #include "subprocess.h"
@@ -35,10 +36,7 @@ constexpr auto kGenerous = std::chrono::seconds(10);
 
 // --- certificates --------------------------------------------------------------------------
 
-struct X509Deleter {
-  void operator()(X509* x) const { X509_free(x); }
-};
-using X509Ptr = std::unique_ptr<X509, X509Deleter>;
+using hotfix::ossl::X509Ptr;
 
 std::vector<X509Ptr> ParseAll(const std::string& pem) {
   std::vector<X509Ptr> out;

@@ -7,14 +7,8 @@
 namespace hotfix::testsupport::ossl {
 
 std::string DrainErrors() {
-  std::string out;
-  while (unsigned long err = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(err, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out.empty() ? "no OpenSSL error queued" : out;
+  std::string errors = hotfix::ossl::DrainErrors();
+  return errors.empty() ? "no OpenSSL error queued" : errors;
 }
 
 void Check(bool ok, std::string_view what) {

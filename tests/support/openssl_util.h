@@ -1,5 +1,5 @@
-// Internal to lp_testsupport: RAII owners for OpenSSL objects and small helpers shared by the
-// certificate, TLS and PKCS#7 code. Not part of any fixture's interface.
+// Internal to lp_testsupport: the project's OpenSSL owners (common/openssl.h) and small
+// helpers shared by the certificate, TLS and PKCS#7 code. Not part of any fixture's interface.
 #pragma once
 
 #include <openssl/bio.h>
@@ -14,26 +14,19 @@
 #include <string>
 #include <string_view>
 
+#include "common/openssl.h"
+
 namespace hotfix::testsupport::ossl {
 
-template <auto Fn>
-struct Deleter {
-  template <typename T>
-  void operator()(T* p) const {
-    Fn(p);
-  }
-};
+using hotfix::ossl::BioPtr;
+using hotfix::ossl::Pkcs7Ptr;
+using hotfix::ossl::PkeyPtr;
+using hotfix::ossl::SslCtxPtr;
+using hotfix::ossl::SslPtr;
+using hotfix::ossl::StorePtr;
+using hotfix::ossl::X509Ptr;
 
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
-using Pkcs7Ptr = std::unique_ptr<PKCS7, Deleter<PKCS7_free>>;
-using SslCtxPtr = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
-using SslPtr = std::unique_ptr<SSL, Deleter<SSL_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
-
-// Drains OpenSSL's thread-local error queue into one line. Draining matters: a stale entry
-// (e.g. PEM "no start line") would otherwise confuse the next SSL_get_error().
+// hotfix::ossl::DrainErrors(), or "no OpenSSL error queued".
 std::string DrainErrors();
 
 // Throws std::runtime_error("<what>: <OpenSSL errors>") unless ok.

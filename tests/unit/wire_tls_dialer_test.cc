@@ -26,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/openssl.h"
+
 namespace hotfix::wire {
 namespace {
 
@@ -39,16 +41,9 @@ constexpr char kApiServer[] = "myaks-dns.hcp.eastus.azmk8s.io";
 
 // ---- A PKI built with the OpenSSL API. ----
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct X509Free {
-  void operator()(X509* p) const { X509_free(p); }
-};
-
 struct Identity {
-  std::unique_ptr<EVP_PKEY, PkeyFree> key;
-  std::unique_ptr<X509, X509Free> cert;
+  ossl::PkeyPtr key;
+  ossl::X509Ptr cert;
 
   std::string CertPem() const {
     BIO* bio = BIO_new(BIO_s_mem());

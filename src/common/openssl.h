@@ -1,0 +1,41 @@
+// OpenSSL objects owned by std::unique_ptr, and OpenSSL's error queue as text: one copy for
+// the node's TLS dialer, the service and the tests.
+#pragma once
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pkcs7.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <memory>
+#include <string>
+
+namespace hotfix::ossl {
+
+template <auto Fn>
+struct Deleter {
+  template <typename T>
+  void operator()(T* p) const {
+    Fn(p);
+  }
+};
+
+// BIO_free_all: a chain (a base64 filter over a memory BIO) goes with its head.
+using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
+using MdPtr = std::unique_ptr<EVP_MD, Deleter<EVP_MD_free>>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
+using Pkcs7Ptr = std::unique_ptr<PKCS7, Deleter<PKCS7_free>>;
+using SslCtxPtr = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
+using SslPtr = std::unique_ptr<SSL, Deleter<SSL_free>>;
+using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
+using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
+
+// Empties this thread's OpenSSL error queue into one line: each error's text, with its data
+// text in parentheses (where the useful part is: "Verify error:certificate has expired"),
+// joined by "; ". "" if nothing was queued. Every failure path drains the queue, into a
+// message or away: it is per thread and outlives the call, so a stale entry would be read as
+// the next call's failure (gRPC's own TLS on the same thread, or the next SSL_get_error()).
+std::string DrainErrors();
+
+}  // namespace hotfix::ossl
