@@ -44,9 +44,18 @@ static int run(int argc, char** argv) {
   const char* err = "/dev/null";
   int i = 0;
   for (; i < argc; i++) {
-    if (strcmp(argv[i], "--") == 0) { i++; break; }
-    if (i + 1 < argc && strcmp(argv[i], "--stdout") == 0) { out = argv[++i]; continue; }
-    if (i + 1 < argc && strcmp(argv[i], "--stderr") == 0) { err = argv[++i]; continue; }
+    if (strcmp(argv[i], "--") == 0) {
+      i++;
+      break;
+    }
+    if (i + 1 < argc && strcmp(argv[i], "--stdout") == 0) {
+      out = argv[++i];
+      continue;
+    }
+    if (i + 1 < argc && strcmp(argv[i], "--stderr") == 0) {
+      err = argv[++i];
+      continue;
+    }
     return usage();
   }
   if (i >= argc) return usage();
@@ -68,7 +77,10 @@ static int run(int argc, char** argv) {
   int status = 0;
   struct rusage ru;
   while (wait4(pid, &status, 0, &ru) < 0) {
-    if (errno != EINTR) { perror("benchutil: wait4"); return 127; }
+    if (errno != EINTR) {
+      perror("benchutil: wait4");
+      return 127;
+    }
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
   posix_spawn_file_actions_destroy(&fa);
@@ -85,7 +97,10 @@ static int silent(const char* host, const char* port) {
   int one = 1;
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(port))};
-  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) { fprintf(stderr, "bad host %s\n", host); return 2; }
+  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+    fprintf(stderr, "bad host %s\n", host);
+    return 2;
+  }
   if (bind(ls, (struct sockaddr*)&a, sizeof a) < 0 || listen(ls, 128) < 0) {
     perror("benchutil silent: bind/listen");
     return 1;
@@ -110,8 +125,10 @@ static int silent(const char* host, const char* port) {
     }
     if (fds[0].revents & POLLIN) {
       int c = accept(ls, NULL, NULL);
-      if (c >= 0 && n < kMax) fds[n++] = (struct pollfd){.fd = c, .events = POLLIN};
-      else if (c >= 0) close(c);
+      if (c >= 0 && n < kMax)
+        fds[n++] = (struct pollfd){.fd = c, .events = POLLIN};
+      else if (c >= 0)
+        close(c);
     }
   }
 }
