@@ -31,7 +31,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bin_dir.h"
 #include "check_hotfix_run.h"
 #include "common/base64.h"
 #include "fake_lps_server.h"

@@ -18,15 +18,13 @@
 #include <tuple>
 
 #include "akslivepatching/v1/live_patching.grpc.pb.h"
-#include "fake_lps_server.h"
 #include "haproxy.h"
-#include "hello_tap.h"
 #include "nginx.h"
 #include "ports.h"
+#include "proxied_lps.h"
 #include "subprocess.h"
 #include "test_certs.h"
 #include "tls_client.h"
-#include "tls_peer.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -46,17 +44,13 @@ void PrintTo(Proxy proxy, std::ostream* os) { *os << ProxyName(proxy); }
 // The service and the apiserver behind one proxy, chosen by the test's parameter.
 class RoutingFixture : public ::testing::Test {
  protected:
-  RoutingFixture()
-      : lps_(LpsServerOptions(ca_)),
-        tap_("127.0.0.1", lps_.port()),
-        apiserver_(SilentApiserverOptions(ca_, kApiserverFqdn)) {}
-
   void StartProxy(Proxy proxy) {
     if (proxy == Proxy::kHaproxy) {
-      haproxy_ = std::make_unique<Haproxy>(AlpnRouteOptions(tap_.port(), apiserver_.port()));
+      haproxy_ = std::make_unique<Haproxy>(
+          AlpnRouteOptions(backends_.tap.port(), backends_.apiserver.port()));
     } else {
-      nginx_ =
-          std::make_unique<Nginx>(LoopbackAddress(tap_.port()), LoopbackAddress(apiserver_.port()));
+      nginx_ = std::make_unique<Nginx>(LoopbackAddress(backends_.tap.port()),
+                                       LoopbackAddress(backends_.apiserver.port()));
     }
   }
   uint16_t ProxyPort() const { return haproxy_ ? haproxy_->frontend_port() : nginx_->port(); }
@@ -85,9 +79,7 @@ class RoutingFixture : public ::testing::Test {
   }
 
   TestCa ca_ = TestCa::Create("test-cluster-ca");
-  FakeLpsServer lps_;
-  HelloTap tap_;
-  TlsPeer apiserver_;
+  LpsBackends backends_{ca_, kApiserverFqdn};
   std::unique_ptr<Haproxy> haproxy_;
   std::unique_ptr<Nginx> nginx_;
 };
@@ -106,13 +98,13 @@ TEST_P(RoutingTest, LivePatchingAlpnReachesTheService) {
   // The gRPC server terminated this TLS session: its certificate, its ALPN choice.
   EXPECT_EQ(r.peer_common_name, kLpsServerName);
   EXPECT_EQ(r.selected_alpn, "h2");
-  ASSERT_EQ(tap_.connection_count(), 1u);
-  TappedConnection seen = tap_.connections()[0];
+  ASSERT_EQ(backends_.tap.connection_count(), 1u);
+  TappedConnection seen = backends_.tap.connections()[0];
   EXPECT_TRUE(seen.parsed) << seen.error;
   // The proxy passed the ClientHello on untouched: same SNI, same list, same order.
   EXPECT_EQ(seen.hello.sni, kApiserverFqdn);
   EXPECT_THAT(seen.hello.alpn, ElementsAreArray({"aks-live-patching", "h2"}));
-  EXPECT_EQ(apiserver_.accepted_count(), 0u);
+  EXPECT_EQ(backends_.apiserver.accepted_count(), 0u);
 }
 
 TEST_P(RoutingTest, LivePatchingAnywhereInTheListRoutes) {
@@ -123,8 +115,8 @@ TEST_P(RoutingTest, LivePatchingAnywhereInTheListRoutes) {
     TlsClientResult r = Connect(offer, kLpsServerName);
     EXPECT_TRUE(r.handshake_ok) << r.error;
   }
-  EXPECT_EQ(tap_.connection_count(), 3u);
-  EXPECT_EQ(apiserver_.accepted_count(), 0u);
+  EXPECT_EQ(backends_.tap.connection_count(), 3u);
+  EXPECT_EQ(backends_.apiserver.accepted_count(), 0u);
 }
 
 TEST_P(RoutingTest, RoutingIgnoresSni) {
@@ -133,10 +125,10 @@ TEST_P(RoutingTest, RoutingIgnoresSni) {
   EXPECT_TRUE(no_sni.handshake_ok) << no_sni.error;
   TlsClientResult legacy = Connect({"h2"}, kApiserverFqdn, kLpsServerName);
   EXPECT_TRUE(legacy.handshake_ok) << legacy.error;
-  ASSERT_EQ(tap_.connection_count(), 1u);
-  EXPECT_EQ(tap_.connections()[0].hello.sni, "");
-  ASSERT_TRUE(apiserver_.WaitForConnections(1, kGenerous));
-  EXPECT_EQ(apiserver_.connections()[0].sni, kLpsServerName);
+  ASSERT_EQ(backends_.tap.connection_count(), 1u);
+  EXPECT_EQ(backends_.tap.connections()[0].hello.sni, "");
+  ASSERT_TRUE(backends_.apiserver.WaitForConnections(1, kGenerous));
+  EXPECT_EQ(backends_.apiserver.connections()[0].sni, kLpsServerName);
 }
 
 TEST_P(RoutingTest, NonTlsGoesToTheApiserver) {
@@ -145,10 +137,10 @@ TEST_P(RoutingTest, NonTlsGoesToTheApiserver) {
   const char request[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_GT(send(fd, request, sizeof(request) - 1, MSG_NOSIGNAL), 0);
   // HAProxy may wait out its inspect-delay (5 s) before giving up on a ClientHello.
-  EXPECT_TRUE(apiserver_.WaitForConnections(1, std::chrono::seconds(30)));
+  EXPECT_TRUE(backends_.apiserver.WaitForConnections(1, std::chrono::seconds(30)));
   close(fd);
-  EXPECT_FALSE(apiserver_.connections().at(0).handshake_ok);
-  EXPECT_EQ(tap_.connection_count(), 0u);
+  EXPECT_FALSE(backends_.apiserver.connections().at(0).handshake_ok);
+  EXPECT_EQ(backends_.tap.connection_count(), 0u);
 }
 
 TEST_P(RoutingTest, StockGrpcClientIsRoutedToTheApiserver) {
@@ -168,9 +160,10 @@ TEST_P(RoutingTest, StockGrpcClientIsRoutedToTheApiserver) {
   akslivepatching::v1::GetComponentConfigResponse response;
   grpc::Status status = stub->GetComponentConfig(&ctx, request, &response);
   EXPECT_FALSE(status.ok());
-  ASSERT_TRUE(apiserver_.WaitForConnections(1, kGenerous));
-  EXPECT_THAT(apiserver_.connections()[0].offered_alpn, ElementsAreArray({"grpc-exp", "h2"}));
-  EXPECT_EQ(lps_.call_count(), 0u);
+  ASSERT_TRUE(backends_.apiserver.WaitForConnections(1, kGenerous));
+  EXPECT_THAT(backends_.apiserver.connections()[0].offered_alpn,
+              ElementsAreArray({"grpc-exp", "h2"}));
+  EXPECT_EQ(backends_.lps.call_count(), 0u);
 }
 
 TEST_P(RoutingTest, LogNamesTheChosenBackendAndSni) {
@@ -213,12 +206,12 @@ TEST_P(ApiserverRoutingTest, GoesToTheApiserver) {
   TlsClientResult r = Connect(offer, kApiserverFqdn);
   ASSERT_TRUE(r.handshake_ok) << r.error;
   EXPECT_EQ(r.peer_common_name, kApiserverFqdn);
-  ASSERT_TRUE(apiserver_.WaitForConnections(1, kGenerous));
-  TlsPeerConnection seen = apiserver_.connections()[0];
+  ASSERT_TRUE(backends_.apiserver.WaitForConnections(1, kGenerous));
+  TlsPeerConnection seen = backends_.apiserver.connections()[0];
   EXPECT_EQ(seen.sni, kApiserverFqdn);
   EXPECT_EQ(seen.offered_alpn, offer);
-  EXPECT_EQ(tap_.connection_count(), 0u);
-  EXPECT_EQ(lps_.call_count(), 0u);
+  EXPECT_EQ(backends_.tap.connection_count(), 0u);
+  EXPECT_EQ(backends_.lps.call_count(), 0u);
 }
 
 // Besides the ordinary offers, the look-alikes an unanchored or case-folding match would let

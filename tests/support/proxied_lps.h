@@ -18,17 +18,25 @@
 
 namespace hotfix::testsupport {
 
-struct ProxiedLps {
-  ProxiedLps(const TestCa& ca, const std::string& apiserver_fqdn)
+// What the proxy routes to: the fake service behind a HelloTap, and a silent apiserver. For a
+// test that puts its own proxy in front (proxy_routing_test runs HAProxy and nginx).
+struct LpsBackends {
+  LpsBackends(const TestCa& ca, const std::string& apiserver_fqdn)
       : lps(LpsServerOptions(ca)),
         tap("127.0.0.1", lps.port()),
-        apiserver(SilentApiserverOptions(ca, apiserver_fqdn)),
-        proxy(AlpnRouteOptions(tap.port(), apiserver.port())) {}
+        apiserver(SilentApiserverOptions(ca, apiserver_fqdn)) {}
 
-  // Declared in start order (members are built in this order, the proxy last).
+  // Declared in start order (members are built in this order).
   FakeLpsServer lps;
   HelloTap tap;
   TlsPeer apiserver;
+};
+
+// The backends behind HAProxy, started last.
+struct ProxiedLps : LpsBackends {
+  ProxiedLps(const TestCa& ca, const std::string& apiserver_fqdn)
+      : LpsBackends(ca, apiserver_fqdn), proxy(AlpnRouteOptions(tap.port(), apiserver.port())) {}
+
   Haproxy proxy;
 };
 
