@@ -1,6 +1,5 @@
 // live-patching-service: the gRPC service nodes reach through the kube-api-proxy's ALPN
 // route. A thin main: flags in, Server out, signals to it. See docs/SERVICE.md.
-#include <absl/synchronization/mutex.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -52,6 +51,18 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "how often the TLS files are checked for changes")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
+  app.add_option("--threads", c.threads, "event-loop threads (0: one per core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  app.add_option("--max-connections", c.max_connections,
+                 "open connections at most, TLS handshakes included; more are closed at once "
+                 "(0: the file-descriptor limit less 128)")
+      ->capture_default_str();
+  app.add_option("--max-connections-per-peer", c.max_connections_per_peer,
+                 "open connections at most from one source address (behind a proxy: the "
+                 "proxy's); more are closed at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--shutdown-grace-seconds", f.shutdown_grace_s,
                  "on SIGTERM, how long in-flight calls may take before they are cancelled")
       ->capture_default_str()
@@ -79,10 +90,6 @@ sigset_t BlockControlSignals() {
 
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
-  // Debian's absl keeps deadlock detection on (as absl does without NDEBUG), so every
-  // absl::Mutex libgrpc takes per call also updates a lock-order graph (GraphCycles): 4.5 % of
-  // the service's CPU under load (docs/BENCHMARKS.md). The in-process tests keep the detector.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
       "live-patching-service: answers akslivepatching.v1.LivePatchingService/GetComponentConfig "
       "for nodes that prove their identity with an IMDS attested document."};

@@ -1,6 +1,7 @@
 #include "common/openssl.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 
 namespace hotfix::ossl {
 
@@ -18,6 +19,18 @@ std::string DrainErrors() {
     }
   }
   return out;
+}
+
+StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem) {
+  ERR_clear_error();
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  std::vector<X509Ptr> certs;
+  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    certs.emplace_back(cert);
+  }
+  ERR_clear_error();  // the expected "no start line" at the end of the bundle
+  if (certs.empty()) return Status::InvalidArgument("no PEM certificate found");
+  return certs;
 }
 
 }  // namespace hotfix::ossl

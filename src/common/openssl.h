@@ -10,6 +10,10 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
 
 namespace hotfix::ossl {
 
@@ -37,5 +41,8 @@ using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
 // message or away: it is per thread and outlives the call, so a stale entry would be read as
 // the next call's failure (gRPC's own TLS on the same thread, or the next SSL_get_error()).
 std::string DrainErrors();
+
+// Every certificate of a PEM bundle, in order; a bundle with none is InvalidArgument.
+StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem);
 
 }  // namespace hotfix::ossl

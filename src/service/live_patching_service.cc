@@ -1,17 +1,22 @@
 #include "service/live_patching_service.h"
 
-#include <grpcpp/alarm.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 
+#include "akslivepatching/v1/live_patching.pb.h"
 #include "service/access_log.h"
 
 namespace hotfix::service {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using wire::GrpcCode;
+using wire::GrpcStatus;
+
+GrpcStatus Refuse(GrpcCode code, std::string message) {
+  return GrpcStatus{code, std::move(message), true};
+}
 
 // Long enough for any valid name (64) plus a hint of what an invalid one was.
 constexpr size_t kMaxEchoedNameBytes = 80;
@@ -41,22 +46,6 @@ std::string Printable(std::string_view s, size_t max = kMaxEchoedNameBytes) {
   return out;
 }
 
-// Finishes a call after a delay on gRPC's timer, for the test hook. Owns itself: gRPC calls
-// OnDone() once the status is sent (or the call died), and nothing touches it after that.
-class DelayedFinish final : public grpc::ServerUnaryReactor {
- public:
-  DelayedFinish(grpc::Status status, std::chrono::milliseconds delay) : status_(std::move(status)) {
-    alarm_.Set(std::chrono::system_clock::now() + delay, [this](bool) { Finish(status_); });
-  }
-  // A cancelled call (client gone, or the drain's grace over) is finished at once.
-  void OnCancel() override { alarm_.Cancel(); }
-  void OnDone() override { delete this; }
-
- private:
-  grpc::Status status_;
-  grpc::Alarm alarm_;
-};
-
 }  // namespace
 
 LivePatchingServiceImpl::LivePatchingServiceImpl(LivePatchingServiceOptions options)
@@ -81,7 +70,7 @@ bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision*
   }
   decision->identity_failure = auth.failure;
   decision->status =
-      grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string("node identity not accepted (") +
+      Refuse(GrpcCode::kUnauthenticated, std::string("node identity not accepted (") +
                                                           IdentityFailureName(auth.failure) +
                                                           "): " + auth.error.message());
   return false;
@@ -91,7 +80,7 @@ bool LivePatchingServiceImpl::Authorize(CallDecision* decision) const {
   if (allowed_.empty() || allowed_.count(Lower(decision->identity.subscription_id)) != 0) {
     return true;
   }
-  decision->status = grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+  decision->status = Refuse(GrpcCode::kPermissionDenied,
                                   "subscription " + Printable(decision->identity.subscription_id) +
                                       " is not allowed to use the live-patching service");
   return false;
@@ -101,7 +90,7 @@ bool LivePatchingServiceImpl::WithinRate(CallDecision* decision) {
   if (options_.rate_limiter == nullptr || options_.rate_limiter->Allow(decision->identity.vm_id)) {
     return true;
   }
-  decision->status = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+  decision->status = Refuse(GrpcCode::kResourceExhausted,
                                   "request rate limit exceeded for node vmId " +
                                       Printable(decision->identity.vm_id) + "; retry later");
   return false;
@@ -110,11 +99,11 @@ bool LivePatchingServiceImpl::WithinRate(CallDecision* decision) {
 bool LivePatchingServiceImpl::Lookup(std::string_view component, CallDecision* decision) const {
   if (component.empty()) {
     decision->status =
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "component_name is required");
+        Refuse(GrpcCode::kInvalidArgument, "component_name is required");
     return false;
   }
   if (!IsValidComponentName(component)) {
-    decision->status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+    decision->status = Refuse(GrpcCode::kInvalidArgument,
                                     "component_name \"" + Printable(component) +
                                         "\" is invalid: it must match "
                                         "[A-Za-z][A-Za-z0-9_.-]{0,63}");
@@ -122,13 +111,13 @@ bool LivePatchingServiceImpl::Lookup(std::string_view component, CallDecision* d
   }
   std::shared_ptr<const StoreSnapshot> snapshot = options_.store->Current();
   if (snapshot == nullptr) {
-    decision->status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+    decision->status = Refuse(GrpcCode::kUnavailable,
                                     "the component store is not loaded yet; retry later");
     return false;
   }
   auto it = snapshot->config.find(std::string(component));
   if (it == snapshot->config.end()) {
-    decision->status = grpc::Status(grpc::StatusCode::NOT_FOUND,
+    decision->status = Refuse(GrpcCode::kNotFound,
                                     "component \"" + std::string(component) + "\" not found");
     return false;
   }
@@ -141,7 +130,7 @@ CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   CallDecision decision;
   if (Authenticate(input, &decision) && Authorize(&decision) && WithinRate(&decision) &&
       Lookup(input.component_name, &decision)) {
-    decision.status = grpc::Status::OK;
+    decision.status = GrpcStatus{};
   }
   return decision;
 }
@@ -152,7 +141,7 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
     options_.metrics->RecordIdentityFailure(*decision.identity_failure);
   CallSample sample;
   sample.component = decision.metric_component;
-  sample.code = decision.status.error_code();
+  sample.code = decision.status.code;
   sample.seconds = std::chrono::duration<double>(elapsed).count();
   if (decision.authenticated) sample.subscription_id = decision.identity.subscription_id;
   options_.metrics->RecordCall(sample);
@@ -166,9 +155,8 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   entry.insecure_identity = decision.identity.insecure;
   std::string component = Printable(input.component_name);
   entry.component = component;
-  entry.code = StatusCodeName(decision.status.error_code());
-  const std::string error = decision.status.error_message();  // grpc::Status returns a copy
-  entry.error = error;
+  entry.code = wire::GrpcCodeUpperName(decision.status.code);
+  entry.error = decision.status.message;
   entry.identity_failure =
       decision.identity_failure ? IdentityFailureName(*decision.identity_failure) : "";
   entry.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
@@ -177,32 +165,39 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
                           std::chrono::system_clock::now()));
 }
 
-grpc::ServerUnaryReactor* LivePatchingServiceImpl::GetComponentConfig(
-    grpc::CallbackServerContext* context,
-    const akslivepatching::v1::GetComponentConfigRequest* request,
-    akslivepatching::v1::GetComponentConfigResponse* response) {
-  Clock::time_point start = Clock::now();
-  CallInput input;
-  auto [first, last] = context->client_metadata().equal_range("authorization");
-  for (auto it = first; it != last; ++it) {
-    input.authorization.emplace_back(it->second.data(), it->second.size());
+void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
+  if (call.path != kGetComponentConfigPath) {
+    reply->code = GrpcCode::kUnimplemented;
+    reply->error_message = "unknown method " + Printable(call.path, 128);
+    return;
   }
-  input.component_name = request->component_name();
-  std::string peer = context->peer();
-  input.peer = peer;
+  Clock::time_point start = Clock::now();
+  akslivepatching::v1::GetComponentConfigRequest request;
+  if (!request.ParseFromArray(call.message.data(), static_cast<int>(call.message.size()))) {
+    // Not ours to decide on: nothing was authenticated, nothing is logged per call.
+    reply->code = GrpcCode::kInvalidArgument;
+    reply->error_message = "the request is not a GetComponentConfigRequest";
+    return;
+  }
+  CallInput input;
+  for (const auto& [key, value] : call.metadata) {
+    if (key == "authorization") input.authorization.push_back(value);
+  }
+  input.component_name = request.component_name();
+  input.peer = call.peer;
 
   CallDecision decision = Decide(input);
-  if (decision.status.ok()) {
-    response->set_component_name(request->component_name());
-    response->set_config(std::move(decision.config));
-  }
   Report(input, decision, Clock::now() - start);
-  if (options_.testing_response_delay.count() > 0) {
-    return new DelayedFinish(decision.status, options_.testing_response_delay);
+  reply->code = decision.status.code;
+  if (decision.status.ok()) {
+    akslivepatching::v1::GetComponentConfigResponse response;
+    response.set_component_name(request.component_name());
+    response.set_config(std::move(decision.config));
+    response.SerializeToString(&reply->message);
+  } else {
+    reply->error_message = std::move(decision.status.message);
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(decision.status);
-  return reactor;
+  reply->delay = options_.testing_response_delay;
 }
 
 }  // namespace hotfix::service

@@ -15,8 +15,6 @@
 // store answer the same.
 #pragma once
 
-#include <grpcpp/grpcpp.h>
-
 #include <chrono>
 #include <optional>
 #include <set>
@@ -24,12 +22,13 @@
 #include <string_view>
 #include <vector>
 
-#include "akslivepatching/v1/live_patching.grpc.pb.h"
 #include "common/log.h"
 #include "service/component_store.h"
+#include "service/h2_session.h"
 #include "service/metrics.h"
 #include "service/node_identity.h"
 #include "service/rate_limiter.h"
+#include "wire/grpc_status.h"
 
 namespace hotfix::service {
 
@@ -57,7 +56,7 @@ struct CallInput {
 
 // The answer to one call and what the access log and metrics say about it.
 struct CallDecision {
-  grpc::Status status;
+  wire::GrpcStatus status;  // code and message sent to the node
   std::string config;  // the component's JSON when status is OK
   NodeIdentity identity;
   bool authenticated = false;
@@ -66,18 +65,21 @@ struct CallDecision {
   std::string metric_component = "unknown";
 };
 
-class LivePatchingServiceImpl final
-    : public akslivepatching::v1::LivePatchingService::CallbackService {
+// The gRPC path of GetComponentConfig.
+inline constexpr char kGetComponentConfigPath[] =
+    "/akslivepatching.v1.LivePatchingService/GetComponentConfig";
+
+// Serves GetComponentConfig; every other path is UNIMPLEMENTED.
+class LivePatchingServiceImpl final : public GrpcHandler {
  public:
   explicit LivePatchingServiceImpl(LivePatchingServiceOptions options);
 
   // authenticate -> allow-list -> rate limit -> name check -> store lookup. Thread-safe.
   CallDecision Decide(const CallInput& input);
 
-  grpc::ServerUnaryReactor* GetComponentConfig(
-      grpc::CallbackServerContext* context,
-      const akslivepatching::v1::GetComponentConfigRequest* request,
-      akslivepatching::v1::GetComponentConfigResponse* response) override;
+  // Parses the request, decides, writes the access-log line and the metrics, and fills in
+  // the reply. Thread-safe.
+  void Handle(const GrpcCall& call, GrpcReply* reply) override;
 
  private:
   bool Authenticate(const CallInput& input, CallDecision* decision);

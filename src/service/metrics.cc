@@ -21,6 +21,7 @@ class NoopMetrics final : public Metrics {
   void RecordCall(const CallSample&) override {}
   void RecordIdentityFailure(IdentityFailure) override {}
   void RecordReload(const ReloadReport&) override {}
+  void RecordTransportEvent(TransportEvent) override {}
 };
 
 // Calls are in-memory lookups plus, on a cache miss, one PKCS#7 verification: sub-millisecond
@@ -38,46 +39,6 @@ constexpr IdentityFailure kAllIdentityFailures[] = {
 
 }  // namespace
 
-const char* StatusCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
-}
 
 std::unique_ptr<Metrics> NewNoopMetrics() { return std::make_unique<NoopMetrics>(); }
 
@@ -122,7 +83,21 @@ struct PrometheusMetrics::Impl {
                     .Name(kMetricStoreReloads)
                     .Help("Store reload attempts by result: ok, rejected_files, error")
                     .Register(*registry)),
+        transport_events(prometheus::BuildCounter()
+                             .Name(kMetricTransportEvents)
+                             .Help("Connections accepted and closed, and the limits peers ran "
+                                   "into, by event (docs/SERVICE.md, \"Limits\")")
+                             .Register(*registry)),
+        open_connections(prometheus::BuildGauge()
+                             .Name(kMetricOpenConnections)
+                             .Help("Connections open now, TLS handshakes included")
+                             .Register(*registry)
+                             .Add({})),
         max_subscription_labels(max_subscriptions) {
+    for (int i = 0; i < static_cast<int>(TransportEvent::kCount); ++i) {
+      transport_event_counters[i] = &transport_events.Add(
+          {{"event", TransportEventName(static_cast<TransportEvent>(i))}});
+    }
     // Zero-valued series from the start, so rate() and alerts see them before the first event.
     for (IdentityFailure f : kAllIdentityFailures) {
       identity_failures.Add({{"reason", IdentityFailureName(f)}});
@@ -132,9 +107,9 @@ struct PrometheusMetrics::Impl {
 
   // Family::Add builds a label map, hashes it and takes the family's lock; the series a call
   // can land in are few and never removed, so each is looked up once and its counter kept.
-  prometheus::Counter& RequestCounter(std::string_view component, grpc::StatusCode code) {
+  prometheus::Counter& RequestCounter(std::string_view component, wire::GrpcCode code) {
     thread_local std::string key;
-    const char* code_name = StatusCodeName(code);
+    std::string code_name(wire::GrpcCodeUpperName(code));
     key.assign(component).push_back('\0');
     key.append(code_name);
     {
@@ -183,6 +158,9 @@ struct PrometheusMetrics::Impl {
   prometheus::Gauge& last_reload_error;
   prometheus::Gauge& rejected_files;
   prometheus::Family<prometheus::Counter>& reloads;
+  prometheus::Family<prometheus::Counter>& transport_events;
+  prometheus::Gauge& open_connections;
+  prometheus::Counter* transport_event_counters[static_cast<int>(TransportEvent::kCount)] = {};
   size_t max_subscription_labels;
   std::shared_mutex cache_mu;
   // component + '\0' + code name -> its lp_requests_total series
@@ -235,6 +213,14 @@ void PrometheusMetrics::RecordReload(const ReloadReport& report) {
                        : report.rejected.empty() ? "ok"
                                                  : "rejected_files";
   impl_->reloads.Add({{"result", result}}).Increment();
+}
+
+void PrometheusMetrics::RecordTransportEvent(TransportEvent event) {
+  int index = static_cast<int>(event);
+  if (index < 0 || index >= static_cast<int>(TransportEvent::kCount)) return;
+  impl_->transport_event_counters[index]->Increment();
+  if (event == TransportEvent::kAccepted) impl_->open_connections.Increment();
+  if (event == TransportEvent::kClosed) impl_->open_connections.Decrement();
 }
 
 }  // namespace hotfix::service

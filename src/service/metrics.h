@@ -4,11 +4,9 @@
 // metrics listener use the no-op implementation.
 //
 //   PrometheusMetrics metrics;
-//   metrics.RecordCall({"aksNodeController", grpc::StatusCode::OK, 0.0012, "8d10..."});
+//   metrics.RecordCall({"aksNodeController", wire::GrpcCode::kOk, 0.0012, "8d10..."});
 //   Status st = metrics.Listen("0.0.0.0:9090");               // GET /metrics
 #pragma once
-
-#include <grpcpp/support/status_code_enum.h>
 
 #include <cstdint>
 #include <memory>
@@ -18,6 +16,8 @@
 #include "common/status.h"
 #include "service/component_store.h"
 #include "service/node_identity.h"
+#include "service/transport_events.h"
+#include "wire/grpc_status.h"
 
 namespace hotfix::service {
 
@@ -26,7 +26,7 @@ namespace hotfix::service {
 // subscription only once the identity was verified (else empty).
 struct CallSample {
   std::string_view component;
-  grpc::StatusCode code = grpc::StatusCode::OK;
+  wire::GrpcCode code = wire::GrpcCode::kOk;
   double seconds = 0;
   std::string_view subscription_id;
 };
@@ -38,6 +38,9 @@ class Metrics {
   virtual void RecordIdentityFailure(IdentityFailure reason) = 0;
   // After every store (re)load attempt, initial load included.
   virtual void RecordReload(const ReloadReport& report) = 0;
+  // Connections and the limits peers ran into (kAccepted and kClosed also move the
+  // open-connections gauge). Called from the event loops.
+  virtual void RecordTransportEvent(TransportEvent event) = 0;
 };
 
 // Discards everything.
@@ -58,6 +61,8 @@ inline constexpr char kMetricStoreGeneration[] = "lp_store_generation";
 inline constexpr char kMetricStoreLastReloadError[] = "lp_store_last_reload_error";
 inline constexpr char kMetricStoreRejectedFiles[] = "lp_store_rejected_files";
 inline constexpr char kMetricStoreReloads[] = "lp_store_reloads_total";
+inline constexpr char kMetricTransportEvents[] = "lp_transport_events_total";
+inline constexpr char kMetricOpenConnections[] = "lp_open_connections";
 
 class PrometheusMetrics : public Metrics {
  public:
@@ -75,13 +80,11 @@ class PrometheusMetrics : public Metrics {
   void RecordCall(const CallSample& sample) override;
   void RecordIdentityFailure(IdentityFailure reason) override;
   void RecordReload(const ReloadReport& report) override;
+  void RecordTransportEvent(TransportEvent event) override;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// "OK", "NOT_FOUND", ...: the label and access-log spelling of a gRPC code.
-const char* StatusCodeName(grpc::StatusCode code);
 
 }  // namespace hotfix::service

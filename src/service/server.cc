@@ -1,104 +1,34 @@
 #include "service/server.h"
 
 #include <google/protobuf/stubs/logging.h>
-#include <grpc/support/log.h>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/security/tls_certificate_provider.h>
-#include <grpcpp/security/tls_credentials_options.h>
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <cstdio>
-#include <cstring>
+#include <functional>
 #include <mutex>
 
-#include "common/file_util.h"
 #include "common/openssl.h"
+#include "grpc/health/v1/health.pb.h"
 #include "service/component_store.h"
+#include "service/grpc_server.h"
 #include "service/live_patching_service.h"
 #include "service/metrics.h"
 #include "service/node_identity.h"
 #include "service/rate_limiter.h"
+#include "service/tls_server_context.h"
 
 namespace hotfix::service {
 namespace {
 
-constexpr size_t kMaxPemBytes = 1 << 20;
-// Requests carry one short name; anything bigger is not a node agent.
-constexpr int kMaxRequestBytes = 16 * 1024;
-// The attested document (a PKCS#7 with its certificate chain, base64) is several KiB; leave
-// room up to the authenticator's own 64 KiB token cap so that it, not HPACK, says what is wrong.
-constexpr int kMaxMetadataBytes = 80 * 1024;
-// Nodes make one call per boot; an idle connection is not worth a slot for long.
-constexpr int kMaxConnectionIdleMs = 5 * 60 * 1000;
-// gRPC binds with SO_REUSEPORT by default, so a second server on a busy port starts "fine" and
-// the kernel splits connections between the two (a stale instance keeps answering with its
-// old certificate and store). Every listener here turns it off: a busy port is a refusal.
+using wire::GrpcCode;
 
-using ossl::BioPtr;
-using ossl::PkeyPtr;
-using ossl::X509Ptr;
+constexpr char kHealthCheckPath[] = "/grpc.health.v1.Health/Check";
+// Limit events are logged at most this often per kind; the rest are counted in the line.
+constexpr int64_t kEventLogIntervalSeconds = 10;
 
-std::string OpenSslErrors() {
-  std::string errors = ossl::DrainErrors();
-  return errors.empty() ? "no PEM data" : errors;
-}
-
-StatusOr<std::string> ReadFlagFile(const char* flag, const std::string& path) {
-  if (path.empty()) return Status::InvalidArgument(std::string(flag) + " is required");
-  StatusOr<std::string> text = ReadFileToString(path, kMaxPemBytes);
-  if (!text.ok()) return text.status().Annotate(flag);
-  return text;
-}
-
-// Every certificate in a PEM bundle, in order; none is an error.
-StatusOr<std::vector<X509Ptr>> ParseCertificates(const std::string& pem) {
-  ERR_clear_error();
-  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  std::vector<X509Ptr> certs;
-  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
-    certs.emplace_back(cert);
-  }
-  ERR_clear_error();  // the expected "no start line" at the end of the bundle
-  if (certs.empty()) return Status::InvalidArgument("no PEM certificate found");
-  return certs;
-}
-
-// The TLS pair must be usable now: gRPC's file watcher would otherwise start with no
-// certificate and fail every handshake while logging to its own channel only.
-Status CheckTlsPair(const ServerConfig& config, std::string* subject) {
-  StatusOr<std::string> cert_pem = ReadFlagFile("--tls-cert", config.tls_cert_path);
-  if (!cert_pem.ok()) return cert_pem.status();
-  StatusOr<std::string> key_pem = ReadFlagFile("--tls-key", config.tls_key_path);
-  if (!key_pem.ok()) return key_pem.status();
-  StatusOr<std::vector<X509Ptr>> chain = ParseCertificates(*cert_pem);
-  if (!chain.ok()) return chain.status().Annotate("--tls-cert " + config.tls_cert_path);
-  ERR_clear_error();
-  BioPtr bio(BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())));
-  PkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) {
-    return Status::InvalidArgument("--tls-key " + config.tls_key_path +
-                                   ": no usable PEM private key: " + OpenSslErrors());
-  }
-  X509* leaf = chain->front().get();
-  if (X509_check_private_key(leaf, key.get()) != 1) {
-    ERR_clear_error();
-    return Status::InvalidArgument("--tls-key " + config.tls_key_path +
-                                   " does not match the certificate in --tls-cert " +
-                                   config.tls_cert_path);
-  }
-  char name[512];
-  X509_NAME_oneline(X509_get_subject_name(leaf), name, sizeof name);
-  *subject = name;
-  return Status::Ok();
-}
+std::atomic<Logger*> g_log{nullptr};
 
 StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServerConfig& config,
                                                            Logger* log) {
@@ -111,7 +41,7 @@ StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServerConfig& c
   }
   StatusOr<std::string> roots = ReadFlagFile("--attestation-roots", config.attestation_roots_path);
   if (!roots.ok()) return roots.status();
-  StatusOr<std::vector<X509Ptr>> parsed = ParseCertificates(*roots);
+  StatusOr<std::vector<ossl::X509Ptr>> parsed = ossl::ParsePemCertificates(*roots);
   if (!parsed.ok())
     return parsed.status().Annotate("--attestation-roots " + config.attestation_roots_path);
   AttestedDocumentOptions options;
@@ -126,39 +56,12 @@ StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServerConfig& c
   return std::move(*auth);
 }
 
-std::shared_ptr<grpc::ServerCredentials> TlsCredentials(const ServerConfig& config) {
-  unsigned refresh = static_cast<unsigned>(std::max<int64_t>(1, config.tls_refresh.count()));
-  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      config.tls_key_path, config.tls_cert_path, refresh);
-  grpc::experimental::TlsServerCredentialsOptions options(provider);
-  options.watch_identity_key_cert_pairs();
-  return grpc::experimental::TlsServerCredentials(options);
-}
-
-// gRPC's own messages, as JSON lines through the service's logger instead of gpr's format.
-std::atomic<Logger*> g_grpc_log{nullptr};
-
-void GrpcLogToJson(gpr_log_func_args* args) {
-  // Nodes send the apiserver's FQDN as SNI by design (the proxy routes on ALPN, and the
-  // certificate is checked against the pinned service name), so gRPC's "No match found for
-  // server name" would be logged as an error for every node. Expected: dropped.
-  if (std::strstr(args->message, "No match found for server name") != nullptr) return;
-  Logger* log = g_grpc_log.load();
-  if (log == nullptr) return;
-  LogLevel level = args->severity == GPR_LOG_SEVERITY_ERROR  ? LogLevel::kError
-                   : args->severity == GPR_LOG_SEVERITY_INFO ? LogLevel::kInfo
-                                                             : LogLevel::kDebug;
-  log->Log(level, "grpc",
-           {{"message", args->message},
-            {"source", std::string(args->file) + ":" + std::to_string(args->line)}});
-}
-
 // libprotobuf's complaints (a request whose string field is not UTF-8 is one per call) would
 // otherwise reach stderr as "[libprotobuf ERROR ...]", the one non-JSON line in the log. They
 // describe the peer's bytes, not a fault of ours, so they are warnings at most.
 void ProtobufLogToJson(google::protobuf::LogLevel level, const char* file, int line,
                        const std::string& message) {
-  Logger* log = g_grpc_log.load();
+  Logger* log = g_log.load();
   if (log == nullptr) return;
   log->Log(level == google::protobuf::LOGLEVEL_INFO ? LogLevel::kInfo : LogLevel::kWarn, "protobuf",
            {{"message", message}, {"source", std::string(file) + ":" + std::to_string(line)}});
@@ -170,6 +73,92 @@ std::string FormatRate(double rate) {
   std::snprintf(buf, sizeof buf, "%g/s", rate);
   return buf;
 }
+
+// grpc.health.v1.Health/Check, answered from one flag: "" and the service's own name are
+// SERVING while serving() says so; any other name is NOT_FOUND (as gRPC's default health
+// service answers). Watch is a streaming RPC no probe here uses: UNIMPLEMENTED.
+class HealthHandler final : public GrpcHandler {
+ public:
+  explicit HealthHandler(std::function<bool()> serving) : serving_(std::move(serving)) {}
+
+  void Handle(const GrpcCall& call, GrpcReply* reply) override {
+    if (call.path != kHealthCheckPath) {
+      reply->code = GrpcCode::kUnimplemented;
+      reply->error_message = "this port serves grpc.health.v1.Health/Check only";
+      return;
+    }
+    grpc::health::v1::HealthCheckRequest request;
+    if (!request.ParseFromArray(call.message.data(), static_cast<int>(call.message.size()))) {
+      reply->code = GrpcCode::kInvalidArgument;
+      reply->error_message = "the request is not a HealthCheckRequest";
+      return;
+    }
+    if (!request.service().empty() && request.service() != kLivePatchingServiceName) {
+      reply->code = GrpcCode::kNotFound;
+      reply->error_message = "unknown service";
+      return;
+    }
+    grpc::health::v1::HealthCheckResponse response;
+    response.set_status(serving_() ? grpc::health::v1::HealthCheckResponse::SERVING
+                                   : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    response.SerializeToString(&reply->message);
+  }
+
+ private:
+  std::function<bool()> serving_;
+};
+
+// The TLS port: health, and everything else to the service (which refuses unknown paths).
+class TlsPortHandler final : public GrpcHandler {
+ public:
+  TlsPortHandler(HealthHandler* health, LivePatchingServiceImpl* service)
+      : health_(health), service_(service) {}
+  void Handle(const GrpcCall& call, GrpcReply* reply) override {
+    if (call.path == kHealthCheckPath) return health_->Handle(call, reply);
+    service_->Handle(call, reply);
+  }
+
+ private:
+  HealthHandler* health_;
+  LivePatchingServiceImpl* service_;
+};
+
+// Transport events into the metrics, and into the log at most once per
+// kEventLogIntervalSeconds per kind (a flood of refused connections must not become a flood
+// of log lines), with how many were not logged since.
+class TransportEventLog final : public TransportEventSink {
+ public:
+  TransportEventLog(Metrics* metrics, Logger* log) : metrics_(metrics), log_(log) {}
+
+  void OnTransportEvent(TransportEvent event, std::string_view peer) override {
+    metrics_->RecordTransportEvent(event);
+    if (event == TransportEvent::kAccepted || event == TransportEvent::kClosed) return;
+    auto index = static_cast<size_t>(event);
+    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count();
+    int64_t last = last_logged_[index].load(std::memory_order_relaxed);
+    if (last != 0 && now - last < kEventLogIntervalSeconds) {
+      suppressed_[index].fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (!last_logged_[index].compare_exchange_strong(last, now)) {
+      suppressed_[index].fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    uint64_t not_logged = suppressed_[index].exchange(0);
+    log_->Warn("connection limit", {{"event", TransportEventName(event)},
+                                    {"peer", std::string(peer)},
+                                    {"not_logged_since_last", static_cast<int64_t>(not_logged)}});
+  }
+
+ private:
+  static constexpr size_t kKinds = static_cast<size_t>(TransportEvent::kCount);
+  Metrics* metrics_;
+  Logger* log_;
+  std::array<std::atomic<int64_t>, kKinds> last_logged_{};
+  std::array<std::atomic<uint64_t>, kKinds> suppressed_{};
+};
 
 }  // namespace
 
@@ -191,43 +180,39 @@ StatusOr<double> ParseRatePerSecond(std::string_view text) {
 struct Server::Impl {
   ~Impl();
   void OnReload(const ReloadReport& report);
-  void UpdateHealth();
+  bool Serving() const;
   Status StartStore();
   Status StartGrpc();
-  Status StartHealthPort();
   void DrainOnce();
 
   ServerConfig config;
   Logger* log = nullptr;
-  // Declared before everything the store's callback touches, destroyed after it.
-  std::mutex mu;
-  bool draining = false;  // guarded by mu
+  std::atomic<bool> draining{false};
   std::atomic<bool> loaded{false};
   std::once_flag drain_once;
 
   std::unique_ptr<Metrics> metrics;
   PrometheusMetrics* prometheus = nullptr;  // metrics, when --metrics-listen is set
   uint16_t metrics_port = 0;
+  std::unique_ptr<TlsServerContext> tls;
   std::unique_ptr<Authenticator> authenticator;
   std::unique_ptr<RateLimiter> limiter;
   std::unique_ptr<DirectoryStore> store;
   std::unique_ptr<LivePatchingServiceImpl> service;
-  std::unique_ptr<grpc::Server> grpc_server;    // guarded by mu once started
-  std::unique_ptr<grpc::Server> health_server;  // guarded by mu once started
-  int port = 0;
-  int health_port = 0;
+  std::unique_ptr<HealthHandler> health;
+  std::unique_ptr<TlsPortHandler> tls_handler;
+  std::unique_ptr<TransportEventLog> events;
+  std::unique_ptr<GrpcServer> grpc_server;
+  std::atomic<GrpcServer*> running{nullptr};  // grpc_server, for the loops' health checks
+  uint16_t port = 0;
+  uint16_t health_port = 0;
 };
 
 // Also the clean-up of a Start() that failed half-way: nothing may outlive what it uses.
 Server::Impl::~Impl() {
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    draining = true;  // the store's callback leaves the servers alone from here on
-  }
-  auto now = std::chrono::system_clock::now();
-  if (grpc_server) grpc_server->Shutdown(now);  // a no-op once drained
-  if (health_server) health_server->Shutdown(now);
-  store.reset();  // stops its watcher thread, the only other thread that calls in here
+  draining = true;
+  if (grpc_server) grpc_server->Drain(std::chrono::milliseconds(0));  // a no-op once drained
+  store.reset();  // stops its watcher thread
 }
 
 void Server::Impl::OnReload(const ReloadReport& report) {
@@ -247,19 +232,13 @@ void Server::Impl::OnReload(const ReloadReport& report) {
                {"rejected_files", static_cast<int64_t>(report.rejected.size())}});
   }
   if (report.generation > 0) loaded = true;
-  UpdateHealth();
 }
 
-// Health follows the store: NOT_SERVING until a snapshot exists, and for good once draining.
-void Server::Impl::UpdateHealth() {
-  std::lock_guard<std::mutex> lock(mu);
-  if (draining) return;
-  bool serving = loaded;
-  for (grpc::Server* s : {grpc_server.get(), health_server.get()}) {
-    if (s == nullptr || s->GetHealthCheckService() == nullptr) continue;
-    s->GetHealthCheckService()->SetServingStatus(serving);
-    s->GetHealthCheckService()->SetServingStatus(kLivePatchingServiceName, serving);
-  }
+// Health: SERVING once the store holds a snapshot, while the listener can accept, and
+// never again once draining.
+bool Server::Impl::Serving() const {
+  GrpcServer* server = running.load();
+  return loaded.load() && !draining.load() && (server == nullptr || server->accepting());
 }
 
 Status Server::Impl::StartStore() {
@@ -274,64 +253,37 @@ Status Server::Impl::StartStore() {
 }
 
 Status Server::Impl::StartGrpc() {
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, TlsCredentials(config), &port);
-  builder.RegisterService(service.get());
-  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxMetadataBytes);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, kMaxConnectionIdleMs);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    return Status::Unavailable("--listen " + config.listen +
-                               ": cannot listen there (in use, or not a local address)");
+  GrpcServerOptions options;
+  options.listeners.push_back({config.listen, true, tls_handler.get(), "--listen"});
+  if (!config.health_listen.empty()) {
+    // kubelet's gRPC probe speaks plaintext only: this port answers health and nothing else,
+    // so the token never travels unencrypted.
+    // It stays open through a drain, answering NOT_SERVING, until the process exits.
+    options.listeners.push_back(
+        {config.health_listen, false, health.get(), "--health-listen", true});
   }
-  std::lock_guard<std::mutex> lock(mu);
-  grpc_server = std::move(server);
-  return Status::Ok();
-}
-
-// kubelet's gRPC probe speaks plaintext only: this port serves health (and reflection) and
-// nothing else, so the token never travels unencrypted.
-Status Server::Impl::StartHealthPort() {
-  if (config.health_listen.empty()) return Status::Ok();
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.health_listen, grpc::InsecureServerCredentials(), &health_port);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || health_port == 0) {
-    return Status::Unavailable("--health-listen " + config.health_listen +
-                               ": cannot listen there (in use, or not a local address)");
-  }
-  std::lock_guard<std::mutex> lock(mu);
-  health_server = std::move(server);
+  options.tls = tls.get();
+  options.tls_refresh = config.tls_refresh;
+  options.kept_metadata = {"authorization"};
+  options.threads = config.threads;
+  options.max_connections = config.max_connections;
+  options.max_connections_per_peer = config.max_connections_per_peer;
+  options.events = events.get();
+  options.log = log;
+  auto server = GrpcServer::Start(std::move(options));
+  if (!server.ok()) return server.status();
+  grpc_server = std::move(*server);
+  running = grpc_server.get();
+  port = grpc_server->port(0);
+  if (!config.health_listen.empty()) health_port = grpc_server->port(1);
   return Status::Ok();
 }
 
 void Server::Impl::DrainOnce() {
-  grpc::Server* main_server;
-  grpc::Server* health;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    draining = true;
-    main_server = grpc_server.get();
-    health = health_server.get();
-  }
+  draining = true;
   log->Info("draining: health NOT_SERVING, no new calls, in-flight calls may finish",
             {{"grace_ms", static_cast<int64_t>(config.shutdown_grace.count())}});
-  for (grpc::Server* s : {main_server, health}) {
-    if (s != nullptr && s->GetHealthCheckService() != nullptr) {
-      s->GetHealthCheckService()->Shutdown();  // NOT_SERVING for every service, for good
-    }
-  }
-  if (main_server != nullptr) {
-    main_server->Shutdown(std::chrono::system_clock::now() + config.shutdown_grace);
-    main_server->Wait();
-  }
-  if (health != nullptr) {
-    health->Shutdown(std::chrono::system_clock::now());
-    health->Wait();
-  }
+  if (grpc_server) grpc_server->Drain(config.shutdown_grace);
   log->Info("drained: every listener closed");
 }
 
@@ -343,8 +295,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   if (c.listen.empty()) return Status::InvalidArgument("--listen is required");
   if (c.components_dir.empty()) return Status::InvalidArgument("--components-dir is required");
 
-  std::string subject;
-  if (Status st = CheckTlsPair(c, &subject); !st.ok()) return st;
+  auto tls = TlsServerContext::Load(c.tls_cert_path, c.tls_key_path);
+  if (!tls.ok()) return tls.status();
+  impl->tls = std::move(*tls);
   auto authenticator = MakeAuthenticator(c, log);
   if (!authenticator.ok()) return authenticator.status();
   impl->authenticator = std::move(*authenticator);
@@ -356,6 +309,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
     impl->metrics = std::move(metrics);
   }
   if (c.rate_limit_per_node > 0) impl->limiter = NewTokenBucketLimiter(c.rate_limit_per_node);
+  g_log = log;
+  google::protobuf::SetLogHandler(ProtobufLogToJson);
   if (Status st = impl->StartStore(); !st.ok()) return st;
 
   LivePatchingServiceOptions options;
@@ -373,37 +328,33 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
         {{"delay_ms", static_cast<int64_t>(c.testing_response_delay.count())}});
   }
   impl->service = std::make_unique<LivePatchingServiceImpl>(std::move(options));
-
-  // Process-wide switches, read by every ServerBuilder made after them.
-  g_grpc_log = log;
-  gpr_set_log_function(GrpcLogToJson);
-  google::protobuf::SetLogHandler(ProtobufLogToJson);
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  Impl* raw = impl.get();
+  impl->health = std::make_unique<HealthHandler>([raw] { return raw->Serving(); });
+  impl->tls_handler = std::make_unique<TlsPortHandler>(impl->health.get(), impl->service.get());
+  impl->events = std::make_unique<TransportEventLog>(impl->metrics.get(), log);
   if (Status st = impl->StartGrpc(); !st.ok()) return st;
-  if (Status st = impl->StartHealthPort(); !st.ok()) return st;
   if (impl->prometheus != nullptr) {
     if (Status st = impl->prometheus->Listen(c.metrics_listen); !st.ok()) {
       return st.Annotate("--metrics-listen");
     }
     impl->metrics_port = impl->prometheus->port();
   }
-  // A fresh health service says SERVING; correct it before anyone has had reason to ask.
-  impl->UpdateHealth();
 
   std::string allowed;
   for (const auto& s : c.allowed_subscriptions) allowed += (allowed.empty() ? "" : ",") + s;
   log->Info("live-patching-service serving",
             {{"listen", c.listen},
-             {"port", impl->port},
-             {"health_port", impl->health_port},
+             {"port", static_cast<int>(impl->port)},
+             {"health_port", static_cast<int>(impl->health_port)},
              {"metrics_port", static_cast<int>(impl->metrics_port)},
-             {"tls_subject", subject},
+             {"tls_subject", impl->tls->subject()},
              {"components_dir", c.components_dir},
              {"store_loaded", impl->loaded.load()},
              {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
              {"allowed_subscriptions", allowed.empty() ? "any" : allowed},
-             {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)}});
+             {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
+             {"max_connections", static_cast<int64_t>(impl->grpc_server->max_connections())},
+             {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)}});
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -411,11 +362,11 @@ Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() {
   Drain();
-  g_grpc_log = nullptr;  // gRPC may still log while it tears down; the logger may be gone
+  g_log = nullptr;
 }
 
-uint16_t Server::port() const { return static_cast<uint16_t>(impl_->port); }
-uint16_t Server::health_port() const { return static_cast<uint16_t>(impl_->health_port); }
+uint16_t Server::port() const { return impl_->port; }
+uint16_t Server::health_port() const { return impl_->health_port; }
 uint16_t Server::metrics_port() const { return impl_->metrics_port; }
 
 void Server::ReloadStore() { impl_->store->Reload(); }

@@ -1,18 +1,18 @@
 // The live-patching-service process minus its flags: checks its inputs, loads the component
 // store, and serves GetComponentConfig over TLS (h2, picked from the node's
-// ["aks-live-patching","h2"]) with the standard gRPC health service and server reflection,
-// Prometheus metrics on their own port, and a plaintext health port for kubelet's gRPC probes
-// (which cannot speak TLS).
+// ["aks-live-patching","h2"]) on our own HTTP/2 server (grpc_server.h, on nghttp2) with
+// grpc.health.v1.Health/Check, Prometheus metrics on their own port, and a plaintext health
+// port for kubelet's gRPC probes (which cannot speak TLS).
 //
 //   ServerConfig config;  config.listen = "0.0.0.0:8443";  ...
 //   auto server = Server::Start(std::move(config), &log);   // refuses with a clear Status
 //   ... SIGHUP: (*server)->ReloadStore();  SIGTERM: (*server)->Drain();
 //
-// Lifecycle. Health is NOT_SERVING until the store holds a snapshot. The TLS certificate and
-// key are re-read when their files change (gRPC's file watcher, every tls_refresh); new
-// handshakes get the new pair, a broken pair is ignored and the old one kept. Drain() turns
-// health NOT_SERVING, stops accepting calls, lets in-flight ones finish within shutdown_grace
-// and cancels what is left.
+// Lifecycle. Health is NOT_SERVING until the store holds a snapshot, and while the listener
+// cannot accept for lack of file descriptors. The TLS certificate and key are re-read when
+// their files change (checked every tls_refresh); new handshakes get the new pair, a broken
+// pair is ignored and the old one kept. Drain() turns health NOT_SERVING, closes the
+// listeners, sends GOAWAY, lets open calls finish within shutdown_grace and cuts off the rest.
 #pragma once
 
 #include <chrono>
@@ -40,11 +40,14 @@ struct ServerConfig {
   std::string health_listen;                       // empty: no plaintext health port
   bool insecure_accept_any_token = false;
   std::chrono::milliseconds shutdown_grace{10000};
+  int threads = 0;                         // event loops; 0: one per core
+  size_t max_connections = 0;              // 0: the fd limit less a reserve
+  size_t max_connections_per_peer = 512;   // per source address (behind a proxy: the proxy)
   // A test hook (hidden flag): hold every answer this long, so a drain has a call in flight.
   std::chrono::milliseconds testing_response_delay{0};
 };
 
-// The gRPC service name health and reflection report for GetComponentConfig.
+// The gRPC service name health reports for GetComponentConfig.
 inline constexpr char kLivePatchingServiceName[] = "akslivepatching.v1.LivePatchingService";
 
 class Server {

@@ -13,6 +13,26 @@ constexpr std::array<std::string_view, 17> kCodeNames = {
     "DataLoss", "Unauthenticated",
 };
 
+constexpr std::array<std::string_view, 17> kUpperCodeNames = {
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+};
+
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -27,6 +47,12 @@ std::string_view GrpcCodeName(GrpcCode code) {
   // Only a cast from a bad integer gets here; grpc-go would print "Code(N)".
   if (index >= kCodeNames.size()) return "Code(out of range)";
   return kCodeNames[index];
+}
+
+std::string_view GrpcCodeUpperName(GrpcCode code) {
+  auto index = static_cast<size_t>(code);
+  if (index >= kUpperCodeNames.size()) return "UNKNOWN";
+  return kUpperCodeNames[index];
 }
 
 std::optional<GrpcCode> ParseGrpcStatus(std::string_view value) {
@@ -72,6 +98,23 @@ std::string PercentDecode(std::string_view encoded) {
       }
     }
     out.push_back(encoded[i]);
+  }
+  return out;
+}
+
+std::string PercentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte <= 0x7e && byte != '%') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 0xf]);
+    }
   }
   return out;
 }

@@ -31,6 +31,10 @@ enum class GrpcCode {
 // reference's log lines and event messages carry.
 std::string_view GrpcCodeName(GrpcCode code);
 
+// The upper-case spelling of gRPC's status code names ("OK", "NOT_FOUND", "DEADLINE_EXCEEDED";
+// "CANCELLED" as grpc's status.proto spells it): metric labels and the service's access log.
+std::string_view GrpcCodeUpperName(GrpcCode code);
+
 // Parses a grpc-status header value: a decimal 0..16. Anything else is nullopt.
 std::optional<GrpcCode> ParseGrpcStatus(std::string_view value);
 
@@ -41,6 +45,10 @@ GrpcCode GrpcCodeFromHttpStatus(int http_status);
 
 // Decodes grpc-message's percent-encoding. Malformed escapes are kept literally, as gRPC does.
 std::string PercentDecode(std::string_view encoded);
+
+// grpc-message's percent-encoding (PROTOCOL-HTTP2.md, "Responses"): printable ASCII except '%'
+// as is, every other byte (UTF-8 included) as %XX.
+std::string PercentEncode(std::string_view text);
 
 struct GrpcStatus {
   GrpcCode code = GrpcCode::kOk;

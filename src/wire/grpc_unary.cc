@@ -12,13 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "wire/grpc_framing.h"
+
 namespace hotfix::wire {
 namespace {
 
 // Stream and connection receive window: a response up to the default 4 MiB limit arrives
 // without waiting for WINDOW_UPDATE round trips.
 constexpr int32_t kReceiveWindow = 8 << 20;
-constexpr size_t kPrefixSize = 5;
+constexpr size_t kPrefixSize = kGrpcPrefixSize;
 
 GrpcStatus Local(GrpcCode code, std::string message) { return {code, std::move(message), false}; }
 GrpcStatus FromServer(GrpcCode code, std::string message) {
@@ -40,24 +42,6 @@ bool IsPrintable(std::string_view s, bool allow_space) {
   return std::all_of(s.begin(), s.end(), [allow_space](char c) {
     return (c > 0x20 && c < 0x7f) || (allow_space && c == ' ');
   });
-}
-
-// gRPC's TimeoutValue is at most 8 digits; milliseconds fit up to ~27 hours.
-std::string EncodeTimeout(std::chrono::milliseconds remaining) {
-  constexpr int64_t kMaxValue = 99999999;
-  int64_t ms = remaining.count();
-  if (ms <= kMaxValue) return std::to_string(ms) + "m";
-  int64_t seconds = (ms + 999) / 1000;
-  if (seconds <= kMaxValue) return std::to_string(seconds) + "S";
-  return std::to_string(std::min<int64_t>((seconds + 3599) / 3600, kMaxValue)) + "H";
-}
-
-// grpc-go's grpcutil.ContentSubtype: case-sensitive "application/grpc" with an optional
-// "+subtype" or ";params".
-bool IsGrpcContentType(std::string_view type) {
-  constexpr std::string_view kBase = "application/grpc";
-  if (type.substr(0, kBase.size()) != kBase) return false;
-  return type.size() == kBase.size() || type[kBase.size()] == '+' || type[kBase.size()] == ';';
 }
 
 // grpc-go's http2ErrConvTab, including its deadline special case for CANCEL.
@@ -170,8 +154,7 @@ class MessageDecoder {
       return Local(GrpcCode::kInternal,
                    "grpc: received unexpected payload format " + std::to_string(byte(0)));
     }
-    declared_ = (size_t{byte(1)} << 24) | (size_t{byte(2)} << 16) | (size_t{byte(3)} << 8) |
-                size_t{byte(4)};
+    declared_ = DeclaredGrpcLength(prefix_);
     if (declared_ > max_bytes_) {
       return Local(GrpcCode::kResourceExhausted, "grpc: received message larger than max (" +
                                                      std::to_string(declared_) + " vs. " +
@@ -231,10 +214,7 @@ class UnaryCall {
 
  private:
   std::optional<GrpcStatus> Start() {
-    body_.resize(kPrefixSize);
-    uint32_t length = static_cast<uint32_t>(request_.message.size());
-    for (int i = 0; i < 4; ++i) body_[1 + i] = static_cast<char>(length >> (24 - 8 * i));
-    body_ += request_.message;
+    body_ = FrameGrpcMessage(request_.message);
 
     if (!CreateSession()) return Local(GrpcCode::kInternal, "creating the HTTP/2 session failed");
     nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
@@ -265,7 +245,7 @@ class UnaryCall {
 
   std::optional<GrpcStatus> SubmitRequest() {
     std::string timeout;
-    if (!deadline_.infinite()) timeout = EncodeTimeout(deadline_.remaining());
+    if (!deadline_.infinite()) timeout = EncodeGrpcTimeout(deadline_.remaining());
     std::vector<nghttp2_nv> headers;
     auto add = [&headers](std::string_view name, std::string_view value, uint8_t flags) {
       headers.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),

@@ -203,24 +203,47 @@ TEST_F(ServiceBadInputTest, AnOversizedRequestIsResourceExhausted) {
   ExpectStillServing();
 }
 
-TEST_F(ServiceBadInputTest, OversizedMetadataIsRefusedAndATooLargeTokenIsUnauthenticated) {
-  // Over the 80 KiB metadata cap: gRPC refuses it before the handler.
-  grpc::Status huge = RawUnary(FreshChannel(), kMethod, GoodRequest(),
-                               {{"authorization", std::string(200 * 1024, 'A')}});
-  EXPECT_EQ(huge.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << huge.error_message();
+// What a refusal looks like to the client depends on how far its own sending got when the
+// server answered (a status, a GOAWAY, a reset), so the client's code is not asserted where
+// the server ends the connection; what the service did is: the handler never ran, nothing
+// was served, the transport counted why, and it keeps serving.
+TEST_F(ServiceBadInputTest, OversizedMetadataIsRefusedBeforeTheHandler) {
+  size_t handled_before = lps_->AccessLog().size();
+  double failures_before = IdentityFailures();
 
+  // A header list over the 80 KiB limit in a block nghttp2 accepts: answered
+  // RESOURCE_EXHAUSTED on the stream, the connection stays usable.
   std::multimap<std::string, std::string> many = {{"authorization", token_}};
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 1200; ++i) {
     many.emplace("x-junk-" + std::to_string(i), std::string(40, 'j'));
   }
-  grpc::Status st = RawUnary(FreshChannel(), kMethod, GoodRequest(), many);
+  auto channel = FreshChannel();
+  grpc::Status st = RawUnary(channel, kMethod, GoodRequest(), many);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("header list larger than max"));
+  EXPECT_EQ(MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_transport_events_total",
+                        {{"event", "header_list_too_large"}}),
+            1);
 
-  // Under the metadata cap but over the authenticator's 64 KiB: the authenticator says why.
-  grpc::Status big = RawUnary(FreshChannel(), kMethod, GoodRequest(),
-                              {{"authorization", std::string(70 * 1024, 'A')}});
-  EXPECT_EQ(big.error_code(), grpc::StatusCode::UNAUTHENTICATED) << big.error_message();
-  EXPECT_THAT(big.error_message(), HasSubstr("malformed"));
+  // One value over HPACK's 64 KiB field limit (a token the authenticator would refuse as too
+  // large anyway), and a block larger than the limit allows at all: the server ends the
+  // connection with GOAWAY, or libgrpc refuses to send it at all (its check against our
+  // SETTINGS_MAX_HEADER_LIST_SIZE); which one depends on the size and libgrpc's version, so
+  // only the outcome is asserted. tests/integration/service_attack_test.cc sends these as raw
+  // frames, where the server alone decides.
+  for (size_t kib : {70, 200}) {
+    grpc::Status huge = RawUnary(FreshChannel(), kMethod, GoodRequest(),
+                                 {{"authorization", std::string(kib * 1024, 'A')}});
+    EXPECT_FALSE(huge.ok()) << kib << " KiB";
+  }
+  std::multimap<std::string, std::string> sprawling = {{"authorization", token_}};
+  for (int i = 0; i < 3000; ++i) {
+    sprawling.emplace("x-junk-" + std::to_string(i), std::string(40, 'j'));
+  }
+  EXPECT_FALSE(RawUnary(FreshChannel(), kMethod, GoodRequest(), sprawling).ok());
+
+  EXPECT_EQ(lps_->AccessLog().size(), handled_before) << "the handler saw an oversized request";
+  EXPECT_EQ(IdentityFailures(), failures_before);
   ExpectStillServing();
 }
 

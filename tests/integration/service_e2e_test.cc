@@ -17,6 +17,7 @@
 
 #include "haproxy.h"
 #include "service/component_store.h"
+#include "service/grpc_server.h"
 #include "service/live_patching_service.h"
 #include "service/metrics.h"
 #include "service/node_identity.h"
@@ -360,7 +361,7 @@ TEST_F(ServiceE2eTest, ReplicasOnTheSameStoreGiveTheSameAnswers) {
   EXPECT_TRUE(both_updated());
 }
 
-// ---- Process: drain, health, reflection, TLS ----------------------------------------------
+// ---- Process: drain, health, TLS ----------------------------------------------------------
 
 TEST_F(ServiceE2eTest, SigtermDrainsAnInFlightCallThenExitsZero) {
   // Answers are held 3 s (the hidden test hook), so the call is in flight when SIGTERM lands.
@@ -428,7 +429,7 @@ TEST_F(ServiceE2eTest, SigtermWithNothingInFlightExitsPromptly) {
   EXPECT_TRUE(lps_->Logged("drained: every listener closed"));
 }
 
-TEST_F(ServiceE2eTest, HealthIsServingOnTheTlsAndPlaintextPortsAndReflectionListsServices) {
+TEST_F(ServiceE2eTest, HealthIsServingOnTheTlsAndPlaintextPortsAndNothingElseIsServed) {
   Start();
   auto tls = lps_->Channel(files_);
   EXPECT_EQ(HealthCheck(tls, ""), 1);
@@ -440,9 +441,10 @@ TEST_F(ServiceE2eTest, HealthIsServingOnTheTlsAndPlaintextPortsAndReflectionList
   EXPECT_FALSE(HealthCheck(tls, "no.such.Service", &unknown).has_value());
   EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
 
-  std::string services = ReflectionListServices(tls);
-  EXPECT_THAT(services, HasSubstr(kServiceName));
-  EXPECT_THAT(services, HasSubstr("grpc.health.v1.Health"));
+  // Server reflection is not served (docs/SERVICE.md, "Health"): a streaming RPC no node uses.
+  RawCall reflection(tls, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo");
+  if (reflection.Start()) reflection.Send(ProtoStringField(7, "*"));
+  EXPECT_EQ(reflection.Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
   // The plaintext port serves health only: GetComponentConfig is not there.
   auto plain = akslivepatching::v1::LivePatchingService::NewStub(lps_->HealthChannel());
   grpc::ClientContext ctx;
@@ -633,13 +635,14 @@ TEST(LivePatchingServiceInProcessTest, StoreNotLoadedYetIsUnavailable) {
   options.access_log = &NullLogger();
   service::LivePatchingServiceImpl impl(options);
 
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&impl);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(port, 0);
-  auto channel = grpc::CreateChannel(LoopbackAddress(static_cast<uint16_t>(port)),
+  // The service's own server, plaintext (h2c) for the test's client.
+  service::GrpcServerOptions server_options;
+  server_options.listeners.push_back({"127.0.0.1:0", false, &impl, "--listen"});
+  server_options.kept_metadata = {"authorization"};
+  server_options.threads = 1;
+  auto server = service::GrpcServer::Start(std::move(server_options));
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  auto channel = grpc::CreateChannel(LoopbackAddress((*server)->port(0)),
                                      grpc::InsecureChannelCredentials());
   GrpcReply r = CallGetComponentConfig(channel, kAksNodeControllerComponent, "token");
   EXPECT_EQ(r.code(), grpc::StatusCode::UNAVAILABLE);
@@ -647,7 +650,7 @@ TEST(LivePatchingServiceInProcessTest, StoreNotLoadedYetIsUnavailable) {
   // Name checks come first: a bad name is still the caller's error, not ours.
   EXPECT_EQ(CallGetComponentConfig(channel, "../x", "token").code(),
             grpc::StatusCode::INVALID_ARGUMENT);
-  server->Shutdown();
+  (*server)->Drain(std::chrono::milliseconds(0));
 }
 
 // ---- hotfix-agent check-hotfix, the way a node runs it -------------------------------------

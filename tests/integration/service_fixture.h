@@ -1,6 +1,6 @@
 // Shared by the integration tests that run the real live-patching-service binary: its
 // certificates and attested-document signer made here, the process with the ports it reports,
-// and small gRPC/HTTP clients for GetComponentConfig, health, reflection and /metrics.
+// and small gRPC/HTTP clients for GetComponentConfig, health and /metrics.
 //
 //   ServiceFiles files;                               // TLS pair, trust roots, components dir
 //   files.WriteComponent("aksNodeController", R"({"hotfixes":{}})");
@@ -360,16 +360,6 @@ inline std::optional<int> HealthCheck(const std::shared_ptr<grpc::Channel>& chan
   if (!st.ok() || !reply) return std::nullopt;
   // HealthCheckResponse{status = 1 (varint)}; an empty message is UNKNOWN (0).
   return reply->size() >= 2 && (*reply)[0] == 0x08 ? (*reply)[1] : 0;
-}
-
-// grpc.reflection.v1alpha.ServerReflection list_services: the raw response bytes, which hold
-// every service name as a string.
-inline std::string ReflectionListServices(const std::shared_ptr<grpc::Channel>& channel) {
-  RawCall call(channel, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo");
-  std::string out;
-  if (call.Start() && call.Send(ProtoStringField(7, "*"))) out = call.Receive().value_or("");
-  call.Finish();
-  return out;
 }
 
 // ---- Prometheus text format --------------------------------------------------------------
