@@ -21,8 +21,7 @@ namespace {
 class TrivialHandler final : public hotfix::service::GrpcHandler {
  public:
   explicit TrivialHandler(std::string config) : config_(std::move(config)) {}
-  void Handle(const hotfix::service::GrpcCall& call,
-              hotfix::service::GrpcReply* reply) override {
+  void Handle(const hotfix::service::GrpcCall& call, hotfix::service::GrpcReply* reply) override {
     akslivepatching::v1::GetComponentConfigRequest request;
     request.ParseFromArray(call.message.data(), static_cast<int>(call.message.size()));
     akslivepatching::v1::GetComponentConfigResponse response;

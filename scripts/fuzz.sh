@@ -47,7 +47,7 @@ dict_for() {
   case "$1" in
     hotfix_pointer | node_config | service_call) echo "$src/json.dict" ;;
     imds_response) echo "$src/http.dict" ;;
-    grpc_response) echo "$src/http2.dict" ;;
+    grpc_response | h2_server_session) echo "$src/http2.dict" ;;
     attested_document) echo "$src/pkcs7.dict" ;;
     node_custom_data) echo "$src/yaml.dict" ;;
   esac

@@ -251,8 +251,8 @@ void GrpcServer::Impl::Loop::Run() {
       while (!connections_.empty()) Close(connections_.begin()->second.get());
       return;
     }
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_tick -
-                                                                      SteadyClock::now());
+    auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - SteadyClock::now());
     int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
                        static_cast<int>(std::max<int64_t>(0, wait.count())));
     for (int i = 0; i < n; ++i) {
@@ -585,8 +585,7 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
   }
   size_t fd_limit = RaiseFdLimit();
   size_t ceiling = fd_limit > 2 * kFdReserve ? fd_limit - kFdReserve : fd_limit / 2;
-  impl->max_connections =
-      o.max_connections == 0 ? ceiling : std::min(o.max_connections, ceiling);
+  impl->max_connections = o.max_connections == 0 ? ceiling : std::min(o.max_connections, ceiling);
   impl->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int threads = o.threads > 0 ? o.threads
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -30,10 +30,10 @@
 namespace hotfix::service {
 
 struct ListenerSpec {
-  std::string address;            // "ADDR:PORT"; port 0 picks one
-  bool tls = true;                // false: h2c (the plaintext health port)
+  std::string address;             // "ADDR:PORT"; port 0 picks one
+  bool tls = true;                 // false: h2c (the plaintext health port)
   GrpcHandler* handler = nullptr;  // borrowed
-  std::string flag;               // for messages: "--listen"
+  std::string flag;                // for messages: "--listen"
   // Kept accepting through a drain (a health port that should say NOT_SERVING rather than
   // refuse); its connections do not hold the drain up and are closed at its end.
   bool open_while_draining = false;

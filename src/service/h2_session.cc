@@ -42,8 +42,14 @@ struct H2Session::Stream {
   bool headers_too_large = false;
   std::string body;  // the length-prefixed request, up to max_request_bytes + 5
   bool body_too_large = false;
-  bool dispatched = false;  // a reply is decided (sent, delayed, or being sent)
+  bool dispatched = false;            // a reply is decided (sent, delayed, or being sent)
+  bool remote_closed = false;         // the peer sent END_STREAM
+  bool reset_after_response = false;  // answered early: RST_STREAM(NO_ERROR) once it is out
   SteadyClock::time_point request_deadline = SteadyClock::time_point::max();
+  // Once answered, the stream must close by then: a peer that opens streams and never takes
+  // the answers (a zero flow-control window) would otherwise hold them, and the connection,
+  // for ever.
+  SteadyClock::time_point close_deadline = SteadyClock::time_point::max();
   // A delayed reply (test hook) and when it is due.
   std::unique_ptr<GrpcReply> delayed;
   SteadyClock::time_point reply_due = SteadyClock::time_point::max();
@@ -94,6 +100,13 @@ struct H2Callbacks {
         frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
       return 0;
     }
+    if (self.goaway_sent_ && frame->hd.stream_id > self.goaway_last_stream_id_) {
+      // Past our GOAWAY's last stream (it may still be unsent when the peer's next HEADERS
+      // arrive in the same read): the client retries it elsewhere, so it must not be run here.
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_REFUSED_STREAM);
+      return 0;
+    }
     auto stream = std::make_unique<H2Session::Stream>();
     stream->id = frame->hd.stream_id;
     stream->request_deadline = self.now_ + self.options_.limits.request_timeout;
@@ -108,13 +121,13 @@ struct H2Callbacks {
       nghttp2_submit_goaway(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR,
                             nullptr, 0);
       self.goaway_sent_ = true;
+      self.goaway_last_stream_id_ = frame->hd.stream_id;
     }
     return 0;
   }
 
   static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
-                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
-                      void* ud) {
+                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t, void* ud) {
     H2Session& self = Self(ud);
     H2Session::Stream* stream = self.Find(frame->hd.stream_id);
     if (self.failed_ || stream == nullptr || stream->headers_too_large) return 0;
@@ -176,6 +189,7 @@ struct H2Callbacks {
     H2Session::Stream* stream = self.Find(frame->hd.stream_id);
     if (stream == nullptr) return 0;
     bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (end_stream) stream->remote_closed = true;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       if (auto timeout = wire::ParseGrpcTimeout(stream->grpc_timeout)) {
         stream->request_deadline = std::min(stream->request_deadline, self.now_ + *timeout);
@@ -191,6 +205,19 @@ struct H2Callbacks {
     if (end_stream && (frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
         !stream->dispatched) {
       self.Dispatch(stream);
+    }
+    return 0;
+  }
+
+  static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* ud) {
+    H2Session& self = Self(ud);
+    if (frame->hd.type != NGHTTP2_HEADERS || (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
+      return 0;
+    }
+    H2Session::Stream* stream = self.Find(frame->hd.stream_id);
+    if (stream != nullptr && stream->reset_after_response && !stream->remote_closed) {
+      stream->reset_after_response = false;
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_NO_ERROR);
     }
     return 0;
   }
@@ -225,8 +252,7 @@ struct H2Callbacks {
   }
 };
 
-H2Session::H2Session(const H2SessionOptions& options, std::string peer,
-                     SteadyClock::time_point now)
+H2Session::H2Session(const H2SessionOptions& options, std::string peer, SteadyClock::time_point now)
     : options_(options),
       peer_(std::move(peer)),
       now_(now),
@@ -248,6 +274,7 @@ H2Session::H2Session(const H2SessionOptions& options, std::string peer,
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, H2Callbacks::OnDataChunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, H2Callbacks::OnFrameRecv);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, H2Callbacks::OnStreamClose);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, H2Callbacks::OnFrameSend);
   nghttp2_option_set_max_continuations(option, limits.max_continuations);
   nghttp2_option_set_stream_reset_rate_limit(option, limits.reset_burst, limits.resets_per_second);
   nghttp2_option_set_max_outbound_ack(option, limits.max_outbound_acks);
@@ -314,8 +341,8 @@ H2Session::Stream* H2Session::Find(int32_t stream_id) const {
 bool H2Session::Receive(std::string_view bytes, SteadyClock::time_point now) {
   if (failed_ || session_ == nullptr) return false;
   now_ = now;
-  ssize_t rv =
-      nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(bytes.data()),
+                                        bytes.size());
   if (rv < 0) {
     // nghttp2 has queued its GOAWAY where the error allows one (bad preface: none).
     if (rv == NGHTTP2_ERR_FLOODED) {
@@ -362,8 +389,8 @@ size_t H2Session::open_streams() const { return streams_open_; }
 void H2Session::Shutdown() {
   if (session_ == nullptr || failed_ || goaway_sent_) return;
   goaway_sent_ = true;
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+  goaway_last_stream_id_ = nghttp2_session_get_last_proc_stream_id(session_);
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_id_, NGHTTP2_NO_ERROR,
                         nullptr, 0);
 }
 
@@ -378,6 +405,7 @@ SteadyClock::time_point H2Session::NextDeadline() const {
   for (const auto& stream : streams_) {
     if (!stream->dispatched) next = std::min(next, stream->request_deadline);
     if (stream->delayed) next = std::min(next, stream->reply_due);
+    next = std::min(next, stream->close_deadline);
   }
   return next;
 }
@@ -398,6 +426,10 @@ void H2Session::OnTimer(SteadyClock::time_point now) {
     } else if (!stream->dispatched && stream->request_deadline <= now) {
       Report(TransportEvent::kRequestTimeout);
       stream->dispatched = true;
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    } else if (stream->close_deadline <= now) {
+      Report(TransportEvent::kOutputStalled);
+      stream->close_deadline = SteadyClock::time_point::max();
       nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
     }
   }
@@ -474,6 +506,7 @@ void H2Session::Respond(Stream* stream, GrpcReply reply) {
   // The request is no longer needed; only the response stays until the stream closes.
   stream->body.clear();
   stream->body.shrink_to_fit();
+  stream->close_deadline = now_ + options_.limits.request_timeout;
   std::string status = std::to_string(static_cast<int>(reply.code));
   if (reply.code == GrpcCode::kOk) {
     stream->response = wire::FrameGrpcMessage(reply.message);
@@ -491,11 +524,22 @@ void H2Session::Respond(Stream* stream, GrpcReply reply) {
   nghttp2_nv headers[] = {Header(":status", "200"), Header("content-type", "application/grpc"),
                           Header("grpc-status", status), Header("grpc-message", message)};
   nghttp2_submit_response(session_, stream->id, headers, message.empty() ? 3 : 4, nullptr);
+  EndUnfinishedRequest(stream);
 }
 
 void H2Session::RespondHttp(Stream* stream, const char* http_status) {
+  stream->close_deadline = now_ + options_.limits.request_timeout;
   nghttp2_nv headers[] = {Header(":status", http_status)};
   nghttp2_submit_response(session_, stream->id, headers, 1, nullptr);
+  EndUnfinishedRequest(stream);
+}
+
+// Answered before the request ended (a refusal on its headers, a body over the limit): the
+// peer need not send the rest (RFC 9113 section 8.1: RST_STREAM NO_ERROR after a complete
+// response). Submitted once the response has gone out (H2Callbacks::OnFrameSend): submitted
+// now, nghttp2 would drop the response still queued for the stream.
+void H2Session::EndUnfinishedRequest(Stream* stream) {
+  if (!stream->remote_closed) stream->reset_after_response = true;
 }
 
 }  // namespace hotfix::service

@@ -149,6 +149,7 @@ class H2Session {
   void Dispatch(Stream* stream);
   void Respond(Stream* stream, GrpcReply reply);
   void RespondHttp(Stream* stream, const char* http_status);
+  void EndUnfinishedRequest(Stream* stream);
   Stream* Find(int32_t stream_id) const;
 
   H2SessionOptions options_;
@@ -161,6 +162,7 @@ class H2Session {
   uint32_t streams_started_ = 0;
   uint32_t streams_open_ = 0;
   bool goaway_sent_ = false;
+  int32_t goaway_last_stream_id_ = 0;  // the last stream our GOAWAY lets finish
   struct TokenBucket {
     double tokens;
     SteadyClock::time_point refilled;

@@ -69,10 +69,9 @@ bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision*
     return true;
   }
   decision->identity_failure = auth.failure;
-  decision->status =
-      Refuse(GrpcCode::kUnauthenticated, std::string("node identity not accepted (") +
-                                                          IdentityFailureName(auth.failure) +
-                                                          "): " + auth.error.message());
+  decision->status = Refuse(GrpcCode::kUnauthenticated,
+                            std::string("node identity not accepted (") +
+                                IdentityFailureName(auth.failure) + "): " + auth.error.message());
   return false;
 }
 
@@ -81,8 +80,8 @@ bool LivePatchingServiceImpl::Authorize(CallDecision* decision) const {
     return true;
   }
   decision->status = Refuse(GrpcCode::kPermissionDenied,
-                                  "subscription " + Printable(decision->identity.subscription_id) +
-                                      " is not allowed to use the live-patching service");
+                            "subscription " + Printable(decision->identity.subscription_id) +
+                                " is not allowed to use the live-patching service");
   return false;
 }
 
@@ -91,34 +90,33 @@ bool LivePatchingServiceImpl::WithinRate(CallDecision* decision) {
     return true;
   }
   decision->status = Refuse(GrpcCode::kResourceExhausted,
-                                  "request rate limit exceeded for node vmId " +
-                                      Printable(decision->identity.vm_id) + "; retry later");
+                            "request rate limit exceeded for node vmId " +
+                                Printable(decision->identity.vm_id) + "; retry later");
   return false;
 }
 
 bool LivePatchingServiceImpl::Lookup(std::string_view component, CallDecision* decision) const {
   if (component.empty()) {
-    decision->status =
-        Refuse(GrpcCode::kInvalidArgument, "component_name is required");
+    decision->status = Refuse(GrpcCode::kInvalidArgument, "component_name is required");
     return false;
   }
   if (!IsValidComponentName(component)) {
-    decision->status = Refuse(GrpcCode::kInvalidArgument,
-                                    "component_name \"" + Printable(component) +
-                                        "\" is invalid: it must match "
-                                        "[A-Za-z][A-Za-z0-9_.-]{0,63}");
+    decision->status =
+        Refuse(GrpcCode::kInvalidArgument, "component_name \"" + Printable(component) +
+                                               "\" is invalid: it must match "
+                                               "[A-Za-z][A-Za-z0-9_.-]{0,63}");
     return false;
   }
   std::shared_ptr<const StoreSnapshot> snapshot = options_.store->Current();
   if (snapshot == nullptr) {
-    decision->status = Refuse(GrpcCode::kUnavailable,
-                                    "the component store is not loaded yet; retry later");
+    decision->status =
+        Refuse(GrpcCode::kUnavailable, "the component store is not loaded yet; retry later");
     return false;
   }
   auto it = snapshot->config.find(std::string(component));
   if (it == snapshot->config.end()) {
-    decision->status = Refuse(GrpcCode::kNotFound,
-                                    "component \"" + std::string(component) + "\" not found");
+    decision->status =
+        Refuse(GrpcCode::kNotFound, "component \"" + std::string(component) + "\" not found");
     return false;
   }
   decision->metric_component = it->first;

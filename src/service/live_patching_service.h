@@ -57,7 +57,7 @@ struct CallInput {
 // The answer to one call and what the access log and metrics say about it.
 struct CallDecision {
   wire::GrpcStatus status;  // code and message sent to the node
-  std::string config;  // the component's JSON when status is OK
+  std::string config;       // the component's JSON when status is OK
   NodeIdentity identity;
   bool authenticated = false;
   std::optional<IdentityFailure> identity_failure;

@@ -39,7 +39,6 @@ constexpr IdentityFailure kAllIdentityFailures[] = {
 
 }  // namespace
 
-
 std::unique_ptr<Metrics> NewNoopMetrics() { return std::make_unique<NoopMetrics>(); }
 
 struct PrometheusMetrics::Impl {
@@ -95,8 +94,8 @@ struct PrometheusMetrics::Impl {
                              .Add({})),
         max_subscription_labels(max_subscriptions) {
     for (int i = 0; i < static_cast<int>(TransportEvent::kCount); ++i) {
-      transport_event_counters[i] = &transport_events.Add(
-          {{"event", TransportEventName(static_cast<TransportEvent>(i))}});
+      transport_event_counters[i] =
+          &transport_events.Add({{"event", TransportEventName(static_cast<TransportEvent>(i))}});
     }
     // Zero-valued series from the start, so rate() and alerts see them before the first event.
     for (IdentityFailure f : kAllIdentityFailures) {

@@ -212,7 +212,7 @@ struct Server::Impl {
 Server::Impl::~Impl() {
   draining = true;
   if (grpc_server) grpc_server->Drain(std::chrono::milliseconds(0));  // a no-op once drained
-  store.reset();  // stops its watcher thread
+  store.reset();                                                      // stops its watcher thread
 }
 
 void Server::Impl::OnReload(const ReloadReport& report) {

@@ -40,9 +40,9 @@ struct ServerConfig {
   std::string health_listen;                       // empty: no plaintext health port
   bool insecure_accept_any_token = false;
   std::chrono::milliseconds shutdown_grace{10000};
-  int threads = 0;                         // event loops; 0: one per core
-  size_t max_connections = 0;              // 0: the fd limit less a reserve
-  size_t max_connections_per_peer = 512;   // per source address (behind a proxy: the proxy)
+  int threads = 0;                        // event loops; 0: one per core
+  size_t max_connections = 0;             // 0: the fd limit less a reserve
+  size_t max_connections_per_peer = 512;  // per source address (behind a proxy: the proxy)
   // A test hook (hidden flag): hold every answer this long, so a drain has a call in flight.
   std::chrono::milliseconds testing_response_delay{0};
 };

@@ -64,7 +64,7 @@ TlsServerContext::TlsServerContext(std::string cert_path, std::string key_path)
     : cert_path_(std::move(cert_path)), key_path_(std::move(key_path)) {}
 
 StatusOr<std::unique_ptr<TlsServerContext>> TlsServerContext::Load(std::string cert_path,
-                                                                  std::string key_path) {
+                                                                   std::string key_path) {
   std::unique_ptr<TlsServerContext> tls(
       new TlsServerContext(std::move(cert_path), std::move(key_path)));
   if (Status st = tls->Build(); !st.ok()) return st;
@@ -111,7 +111,7 @@ Status TlsServerContext::Build() {
   SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
   // Idle connections give their 16 KiB+ record buffers back (docs/SERVICE.md, "Limits").
   SSL_CTX_set_mode(c, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-                         SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+                          SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_alpn_select_cb(c, SelectH2, nullptr);
   if (SSL_CTX_use_certificate(c, chain.front().get()) != 1 ||
       SSL_CTX_use_PrivateKey(c, key.get()) != 1) {

@@ -11,12 +11,12 @@
 
 #include <openssl/ssl.h>
 
+#include <sys/stat.h>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/status.h"

@@ -6,23 +6,23 @@
 namespace hotfix::service {
 
 enum class TransportEvent {
-  kAccepted,                // a connection was accepted and kept
-  kClosed,                  // a kept connection closed, for whatever reason
-  kShedMaxConnections,      // accepted and closed at once: --max-connections reached
-  kShedPerPeer,             // accepted and closed at once: --max-connections-per-peer reached
-  kShedFdExhausted,         // accept failed for lack of file descriptors; one connection shed
-  kHandshakeFailed,         // TLS failed (not TLS, no h2 in ALPN, bad ClientHello)
-  kHandshakeTimeout,        // TLS not finished within the handshake timeout
-  kFirstRequestTimeout,     // handshake done, no request started within the timeout
-  kIdleTimeout,             // no stream open for the idle timeout (GOAWAY, then closed)
-  kRequestTimeout,          // a request not complete in time (RST_STREAM CANCEL)
-  kHeaderListTooLarge,      // a request's headers over the limit (RESOURCE_EXHAUSTED)
-  kRequestTooLarge,         // a request body over the limit (RESOURCE_EXHAUSTED)
-  kResetFlood,              // streams reset faster than allowed (GOAWAY ENHANCE_YOUR_CALM)
-  kControlFrameFlood,       // SETTINGS/PING/WINDOW_UPDATE/PRIORITY/empty frames too fast
-  kStreamLimit,             // the per-connection stream budget is spent (graceful GOAWAY)
-  kProtocolError,           // nghttp2 found a protocol error (GOAWAY), CONTINUATION flood incl.
-  kOutputStalled,           // the peer stopped reading our output for too long
+  kAccepted,             // a connection was accepted and kept
+  kClosed,               // a kept connection closed, for whatever reason
+  kShedMaxConnections,   // accepted and closed at once: --max-connections reached
+  kShedPerPeer,          // accepted and closed at once: --max-connections-per-peer reached
+  kShedFdExhausted,      // accept failed for lack of file descriptors; one connection shed
+  kHandshakeFailed,      // TLS failed (not TLS, no h2 in ALPN, bad ClientHello)
+  kHandshakeTimeout,     // TLS not finished within the handshake timeout
+  kFirstRequestTimeout,  // handshake done, no request started within the timeout
+  kIdleTimeout,          // no stream open for the idle timeout (GOAWAY, then closed)
+  kRequestTimeout,       // a request not complete in time (RST_STREAM CANCEL)
+  kHeaderListTooLarge,   // a request's headers over the limit (RESOURCE_EXHAUSTED)
+  kRequestTooLarge,      // a request body over the limit (RESOURCE_EXHAUSTED)
+  kResetFlood,           // streams reset faster than allowed (GOAWAY ENHANCE_YOUR_CALM)
+  kControlFrameFlood,    // SETTINGS/PING/WINDOW_UPDATE/PRIORITY/empty frames too fast
+  kStreamLimit,          // the per-connection stream budget is spent (graceful GOAWAY)
+  kProtocolError,        // nghttp2 found a protocol error (GOAWAY), CONTINUATION flood incl.
+  kOutputStalled,        // the peer stopped reading our output for too long
   kCount,
 };
 

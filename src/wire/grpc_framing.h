@@ -25,9 +25,9 @@ struct GrpcFrame {
   std::string_view message;
 };
 enum class FrameError {
-  kTruncated,       // fewer bytes than the prefix declares, or no whole prefix
-  kTrailingBytes,   // bytes after the first message: a second message, for a unary call
-  kBadFlag,         // a Compressed-Flag other than 0 or 1
+  kTruncated,      // fewer bytes than the prefix declares, or no whole prefix
+  kTrailingBytes,  // bytes after the first message: a second message, for a unary call
+  kBadFlag,        // a Compressed-Flag other than 0 or 1
 };
 // The first message of body, which must be exactly one message; nullopt with *error set.
 std::optional<GrpcFrame> ParseUnaryGrpcBody(std::string_view body, FrameError* error);

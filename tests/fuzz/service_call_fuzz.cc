@@ -1,8 +1,8 @@
 // The service's request handling without a gRPC server: LivePatchingServiceImpl::Decide, the
 // whole decision GetComponentConfig makes (authenticate, allow-list, rate limit, the
 // component-name check, the store lookup) from what a call carried, which is all a caller
-// controls. The reactor around it only copies metadata and the request in and the decision
-// out. Also the pure pieces: IsValidComponentName, ValidateComponentConfig (store files) and
+// controls. Handle() around it only parses the request and copies the decision out (the
+// transport is fuzzed by h2_server_session_fuzz.cc). Also the pure pieces: IsValidComponentName, ValidateComponentConfig (store files) and
 // the access log's JSON line with the caller's strings in it.
 //
 // Input: fields separated by NUL bytes: the component name, then zero or more authorization
@@ -97,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(valid == NameMatchesSpec(call.component_name));
 
   CallDecision decision = world->service->Decide(call);
-  const std::string& message = decision.status.error_message();
+  const std::string& message = decision.status.message;
   if (decision.status.ok()) {
     FUZZ_CHECK(valid);
     auto snapshot = world->store.Current();
@@ -109,7 +109,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(decision.metric_component == "unknown");
   }
   if (decision.authenticated && !call.component_name.empty() && !valid) {
-    FUZZ_CHECK(decision.status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    FUZZ_CHECK(decision.status.code == wire::GrpcCode::kInvalidArgument);
   }
   // The tokens' bytes never reach the answer: the same call with other tokens of the same
   // sizes gets the same answer (so no token is echoed, whatever it holds).
@@ -118,8 +118,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CallInput other_call = call;
   other_call.authorization.assign(others.begin(), others.end());
   CallDecision other = world->service->Decide(other_call);
-  FUZZ_CHECK(other.status.error_code() == decision.status.error_code());
-  FUZZ_CHECK(other.status.error_message() == message);
+  FUZZ_CHECK(other.status.code == decision.status.code);
+  FUZZ_CHECK(other.status.message == message);
 
   const std::string line =
       Logger::FormatLine(LogLevel::kWarn, "GetComponentConfig",

