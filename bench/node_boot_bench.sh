@@ -1,0 +1,547 @@
+#!/usr/bin/env bash
+# Node-boot benchmark: live-patching-service (C++) against the grpc-go server doing the same
+# work (bench/grpcgo-server), under the load a fleet of booting nodes makes: every call is a
+# NEW TCP connection and a full TLS handshake (no resumption; SNI = the apiserver's name, ALPN
+# aks-live-patching,h2), ONE unary GetComponentConfig whose `authorization` is a DISTINCT,
+# validly signed IMDS attested document (so both servers' identity caches miss and each call
+# pays a full base64 + PKCS#7 signature + chain verification), then the connection closes.
+# Both servers are reached directly on loopback (or each through its own HAProxy with
+# deploy/haproxy/haproxy.cfg: --through-haproxy), identity verification ON.
+#
+#   bench/node_boot_bench.sh [--rounds N] [--seconds S] [--parallel P] [--warm-up S]
+#                            [--tokens N] [--signer ec|rsa] [--idle-conns N]
+#                            [--through-haproxy] [--profile S]
+#
+#   --rounds N        measured rounds per server (default 3); order A,B then B,A, ...
+#   --seconds S       seconds per round during which calls are started (default 10)
+#   --parallel P      connecting workers in the load generator (default 32): enough to keep
+#                     the server busy (each worker waits for its call's answer, then reconnects)
+#   --warm-up S       unrecorded load per server before the rounds (default 2)
+#   --tokens N        the pool of distinct documents (default 1000 per second of load per
+#                     server, warm-up and profile included: more than this machine manages);
+#                     each is used once per server; a round that runs out fails (raise it)
+#   --signer ec|rsa   ec (default): an ECDSA P-256 signer under an ECDSA root, as the IMDS
+#                     stand-in makes (tests/support/imds_standin.cc); rsa: an RSA-2048 signer
+#                     under an RSA-2048 intermediate and root, as Azure's IMDS (the roots file
+#                     then holds root + intermediate, as src/service/node_identity.h says)
+#   --idle-conns N    idle TLS+HTTP/2 connections for the memory figure (default 2000)
+#   --through-haproxy each server behind its own HAProxy (deploy/haproxy/haproxy.cfg); HAProxy's
+#                     CPU per call is reported too. Default: direct, the headline figure.
+#   --profile S       after the rounds, one more (unrecorded) round of S s per server under
+#                     `perf record` with call graphs; the summary gets where each server's
+#                     CPU goes, bench/out/node-boot/perf-{cxx,go}-*.txt the full reports
+#   Ports (env): BENCH_BOOT_PORT_BASE=18700 (uses BASE..BASE+7)
+#   BENCH_JOBS=1 (nice -n 10 ninja -j), BUILD_ROOT=build (build dirs: bench-svc, bench-go-server,
+#   bench-tools)
+#   BENCH_CXX_BIN=/path/live-patching-service: run this prebuilt service binary, build nothing
+#   in C++ (e.g. HEAD's, built in a `git worktree` while src/service is mid-rewrite); the
+#   imds-standin next to it, if any, serves the cross-check token
+#   BENCH_NO_BUILD=1: the binaries already in $BUILD_ROOT/bench-svc
+#   BENCH_CXX_ENV='VAR=value ...': environment for the C++ server only
+#
+# The pool: bench/mint_tokens.c (cc, libcrypto) signs N documents before any measurement with
+# the very call the IMDS stand-in uses (PKCS7_sign, content attached, signer certificate
+# embedded, PKCS7_BINARY): the stand-in's JSON with vmId ...-b007-4000-8000-<i> and nonce
+# boot-<i>, createdOn now, expiresOn now + 6 h. Its signer root is the --attestation-roots of
+# both servers. One imds-standin with the same signer serves a document for the cross-check.
+# The load generator: `benchclient boot` (bench/grpcgo-server/benchclient, Go: crypto/tls +
+# golang.org/x/net/http2 framer and hpack, no grpc-go channel per call) with hotfix-agent's
+# request headers; each call must end with :status 200, grpc-status 0 in the trailers and the
+# served config; every other outcome is counted and fails the run. Each server has its own
+# cursor into the pool, so every document is verified once by each server.
+# Validation before measuring, on each server: a grpc-go `benchclient call` with the stand-in's
+# document (OK and the config); 3 documents from a signer under a root neither server trusts
+# (all UNAUTHENTICATED: verification is on). After the rounds: in each server's access log
+# every OK call of the pool carries a distinct vmId (no document was answered twice).
+# Per round: the server's utime+stime (/proc/PID/stat) before and after -> ms CPU per OK
+# call and OK calls per server CPU-second (the headline: C++ / Go of that, goal >= 1.5);
+# calls/s = OK calls / wall time from the first dial to the last answer; the load
+# generator's own CPU (getrusage) and the machine's idle share (/proc/stat), since the load
+# generator shares the 2 vCPUs with the server under test.
+# Memory: VmRSS of each freshly started server, then with N idle connections opened directly
+# to it (`benchclient idle`: TLS + HTTP/2 preface + SETTINGS, no call), and after the rounds.
+# Raw output goes to bench/out/node-boot/ (ignored by git); the summary (markdown, stdout)
+# also to bench/out/node-boot/summary.md. Exit status 1 when any call failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+rounds=3 seconds=10 parallel=32 warmup=2 tokens='' signer=ec idle_conns=2000 via_proxy=0
+profile=0
+while (($#)); do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --parallel) parallel=$2; shift 2 ;;
+    --warm-up) warmup=$2; shift 2 ;;
+    --tokens) tokens=$2; shift 2 ;;
+    --signer) signer=$2; shift 2 ;;
+    --idle-conns) idle_conns=$2; shift 2 ;;
+    --through-haproxy) via_proxy=1; shift ;;
+    --profile) profile=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+for v in rounds seconds parallel warmup idle_conns profile; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || { echo "--${v//_/-} wants a whole number" >&2; exit 2; }
+done
+((rounds >= 1 && seconds >= 1 && parallel >= 1 && idle_conns >= 1)) ||
+  { echo "--rounds, --seconds, --parallel and --idle-conns must be at least 1" >&2; exit 2; }
+[[ $signer == ec || $signer == rsa ]] || { echo "--signer is ec or rsa" >&2; exit 2; }
+[[ -n $tokens ]] || tokens=$(((rounds * seconds + warmup + profile) * 1000))
+if ! [[ $tokens =~ ^[0-9]+$ ]] || ((tokens < 100)); then echo "--tokens wants at least 100" >&2; exit 2; fi
+
+base=${BENCH_BOOT_PORT_BASE:-18700}
+cxx_port=$base go_port=$((base + 1)) cxx_proxy=$((base + 2)) go_proxy=$((base + 3))
+api_port=$((base + 4)) imds_port=$((base + 5)) metrics_port=$((base + 6))
+jobs=${BENCH_JOBS:-1}
+build_root=${BUILD_ROOT:-build}
+fqdn='bench-aks-dns-12345678.hcp.eastus.azmk8s.io'
+lps_name=aks-security-patch.data.mcr.microsoft.com
+config='{"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}}'
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY grpc_proxy
+
+out=$root/bench/out/node-boot
+work=$out/work
+rm -rf "$out" && mkdir -p "$work/etc/components" "$work/pki"
+
+pids=() idle_pid='' idle_fd=''
+cleanup() {
+  local p
+  [[ -n $idle_pid ]] && kill "$idle_pid" 2>/dev/null
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
+die() { echo "node_boot_bench: $*" >&2; exit 1; }
+source bench/lib/stack.sh
+stack_ports_free "$base" $((base + 7)) BENCH_BOOT_PORT_BASE
+stack_raise_fds $((idle_conns + parallel + 1000))
+
+# ---------------------------------------------------------------------------------------
+log "build (Release; nice -n 10 ninja -j$jobs)"
+scripts/install-deps.sh --bench >&2
+if [[ -n ${BENCH_CXX_BIN:-} ]]; then
+  cxx_bin=$(realpath "$BENCH_CXX_BIN")
+  [[ -x $cxx_bin ]] || die "BENCH_CXX_BIN=$BENCH_CXX_BIN is not an executable"
+  rev=$(git -C "$(dirname "$cxx_bin")" rev-parse --short HEAD 2>/dev/null || true)
+  cxx_origin="prebuilt $cxx_bin${rev:+ (its checkout is at $rev)}"
+else
+  if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
+    cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
+      -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
+    nice -n 10 ninja -j"$jobs" -C "$build_root/bench-svc" live-patching-service imds-standin \
+      >"$out/ninja.log" 2>&1 ||
+      die "build failed (see $out/ninja.log). To bench the last commit instead:
+  git worktree add --detach /tmp/lps-head HEAD && cd /tmp/lps-head &&
+  cmake -S . -B build/bench-svc -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTFIX_AGENT_VERSION=202604.01.0 &&
+  nice -n 10 ninja -j1 -C build/bench-svc live-patching-service imds-standin
+  then BENCH_CXX_BIN=/tmp/lps-head/build/bench-svc/bin/live-patching-service $0"
+  fi
+  cxx_bin=$root/$build_root/bench-svc/bin/live-patching-service
+  [[ -x $cxx_bin ]] || die "no $cxx_bin (BENCH_NO_BUILD=1 without a build?)"
+  cxx_origin="$build_root/bench-svc"
+fi
+imds_bin=$(dirname "$cxx_bin")/imds-standin
+[[ -x $imds_bin ]] || imds_bin=''
+goserver=$(nice -n 10 bench/grpcgo-server/build.sh "$root/$build_root/bench-go-server")
+benchclient=$(dirname "$goserver")/benchclient
+mkdir -p "$build_root/bench-tools"
+mint=$root/$build_root/bench-tools/mint_tokens
+cc -O2 -Wall -Wextra -Werror -o "$mint" bench/mint_tokens.c -lcrypto || die "mint_tokens did not build"
+
+# ---------------------------------------------------------------------------------------
+log "PKI: the service's TLS certificate, the attested documents' signer ($signer) and its roots"
+source scripts/lib/certs.sh
+make_cluster_pki "$work/etc" bench-cluster-ca "$lps_name" "$fqdn"
+printf '%s' "$config" >"$work/etc/components/aksNodeController.json"
+# make_ca DIR NAME CN [ISSUER]: a CA certificate (self-signed without ISSUER).
+# make_signer DIR ISSUER: the IMDS signer, a leaf for metadata.azure.com (CN + DNS SAN, no
+# EKU, as the stand-in's IssueImdsSigner).
+newkey() { if [[ $signer == rsa ]]; then echo rsa:2048; else echo ec -pkeyopt ec_paramgen_curve:P-256; fi; }
+make_ca() {
+  local dir=$1 name=$2 cn=$3 issuer=${4:-}
+  # shellcheck disable=SC2046
+  if [[ -z $issuer ]]; then
+    openssl req -x509 -newkey $(newkey) -nodes -days 2 -subj "/CN=$cn" \
+      -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign' \
+      -keyout "$dir/$name.key" -out "$dir/$name.pem" 2>/dev/null
+  else
+    openssl req -newkey $(newkey) -nodes -subj "/CN=$cn" -keyout "$dir/$name.key" \
+      -out "$dir/$name.csr" 2>/dev/null
+    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$issuer.pem" -CAkey "$dir/$issuer.key" \
+      -CAcreateserial -days 2 -out "$dir/$name.pem" 2>/dev/null \
+      -extfile <(printf 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n')
+  fi
+}
+make_signer() {
+  local dir=$1 issuer=$2
+  # shellcheck disable=SC2046
+  openssl req -newkey $(newkey) -nodes -subj "/CN=metadata.azure.com" \
+    -keyout "$dir/signer.key" -out "$dir/signer.csr" 2>/dev/null
+  openssl x509 -req -in "$dir/signer.csr" -CA "$dir/$issuer.pem" -CAkey "$dir/$issuer.key" \
+    -CAcreateserial -days 2 -out "$dir/signer.pem" 2>/dev/null \
+    -extfile <(printf 'subjectAltName=DNS:metadata.azure.com\nbasicConstraints=CA:FALSE\n')
+}
+make_ca "$work/pki" root bench-imds-root
+if [[ $signer == rsa ]]; then
+  make_ca "$work/pki" intermediate bench-imds-intermediate root
+  make_signer "$work/pki" intermediate
+  cat "$work/pki/root.pem" "$work/pki/intermediate.pem" >"$work/pki/roots.pem"
+else
+  make_signer "$work/pki" root
+  cp "$work/pki/root.pem" "$work/pki/roots.pem"
+fi
+openssl verify -CAfile "$work/pki/roots.pem" "$work/pki/signer.pem" >/dev/null ||
+  die "the signer does not chain to the roots"
+# A second root and signer that neither server trusts (validation only).
+mkdir -p "$work/pki-untrusted"
+make_ca "$work/pki-untrusted" root untrusted-imds-root
+make_signer "$work/pki-untrusted" root
+
+log "token pool: $tokens distinct attested documents (not timed)"
+pool=$work/tokens.txt
+nparts=$(nproc)
+((nparts >= 1)) || nparts=1
+for ((k = 0; k < nparts; k++)); do
+  n=$((tokens / nparts + (k < tokens % nparts ? 1 : 0)))
+  # RUN_TAG: the part number in the top bits of the vmId's first group, so parts never collide.
+  "$mint" "$work/pki/signer.pem" "$work/pki/signer.key" "$n" $(((k << 24) | (RANDOM << 8))) \
+    >"$work/tokens.part$k" 2>"$work/mint.part$k.log" &
+done
+for ((k = 0; k < nparts; k++)); do wait -n || die "mint_tokens failed: $(cat "$work"/mint.part*.log)"; done
+cat "$work"/tokens.part* >"$pool" && rm -f "$work"/tokens.part*
+cat "$work"/mint.part*.log >&2
+(($(wc -l <"$pool") == tokens)) || die "the pool has $(wc -l <"$pool") tokens, not $tokens"
+(($(sort -u "$pool" | wc -l) == tokens)) || die "the pool holds duplicate tokens"
+"$mint" "$work/pki-untrusted/signer.pem" "$work/pki-untrusted/signer.key" 3 >"$work/untrusted.txt" \
+  2>/dev/null || die "mint_tokens (untrusted) failed"
+token_bytes=$(head -1 "$pool" | tr -d '\n' | wc -c)
+
+# ---------------------------------------------------------------------------------------
+log "servers: live-patching-service ($cxx_origin) and grpcgo-server$( ((via_proxy)) && echo ', each behind HAProxy')"
+cxx_label=live-patching-service go_label=grpc-go
+cxx_extra=()
+# The nghttp2 server (after 4574b73) caps connections per source address (default 512); every
+# connection here comes from 127.0.0.1, the idle ones for the memory figure included.
+if "$cxx_bin" --help 2>&1 | grep -q -- --max-connections-per-peer; then
+  cxx_extra+=(--max-connections-per-peer $((idle_conns + parallel + 100)))
+fi
+# shellcheck disable=SC2086  # BENCH_CXX_ENV is a list of VAR=value words
+env ${BENCH_CXX_ENV:-} "$cxx_bin" --listen "127.0.0.1:$cxx_port" \
+  --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
+  --components-dir "$work/etc/components" --attestation-roots "$work/pki/roots.pem" \
+  --metrics-listen "127.0.0.1:$metrics_port" "${cxx_extra[@]}" >"$work/cxx.log" 2>&1 &
+cxx_pid=$!
+pids+=($!)
+"$goserver" --listen "127.0.0.1:$go_port" --tls-cert "$work/etc/lps.pem" \
+  --tls-key "$work/etc/lps.key" --components-dir "$work/etc/components" \
+  --attestation-roots "$work/pki/roots.pem" >"$work/go.log" 2>&1 &
+go_pid=$!
+pids+=($!)
+for p in "$cxx_port" "$go_port" "$metrics_port"; do stack_wait_port "$p" "$work"; done
+labels=("$cxx_label" "$go_label")
+declare -A pid_of=([$cxx_label]=$cxx_pid [$go_label]=$go_pid)
+declare -A port_of=([$cxx_label]=$cxx_port [$go_label]=$go_port)
+declare -A addr_of=([$cxx_label]=127.0.0.1:$cxx_port [$go_label]=127.0.0.1:$go_port)
+declare -A proxy_pid_of=()
+if ((via_proxy)); then
+  stack_start_apiserver "$api_port" "$work/etc/apiserver.pem" "$work/etc/apiserver.key" \
+    "$work/apiserver.log"
+  for pair in "$cxx_label $cxx_proxy $cxx_port" "$go_label $go_proxy $go_port"; do
+    read -r label pport sport <<<"$pair"
+    stack_start_haproxy "$pport" "$sport" "$api_port" "$work/haproxy-$label.log"
+    proxy_pid_of[$label]=${pids[-1]}
+    addr_of[$label]=127.0.0.1:$pport
+    stack_wait_port "$pport" "$work"
+  done
+fi
+
+# ---------------------------------------------------------------------------------------
+log "validation on each server: a stand-in document (grpc-go client), 3 untrusted documents"
+if [[ -n $imds_bin ]]; then
+  "$imds_bin" --listen "127.0.0.1:$imds_port" --signer-cert "$work/pki/signer.pem" \
+    --signer-key "$work/pki/signer.key" >"$work/imds.log" 2>&1 &
+  pids+=($!)
+  stack_wait_port "$imds_port" "$work/imds.log"
+  stack_fetch_token "$imds_port" "$work"
+else
+  echo "no imds-standin next to $cxx_bin: the cross-check uses a pool-style token instead" >&2
+  "$mint" "$work/pki/signer.pem" "$work/pki/signer.key" 1 0xc0ffee >"$work/token" 2>/dev/null
+fi
+for label in "${labels[@]}"; do
+  "$benchclient" call --addr "${addr_of[$label]}" --token-file "$work/token" --n 3 \
+    >"$work/validate-$label.txt" 2>&1 || { cat "$work/validate-$label.txt" >&2; die "$label: calls failed"; }
+  (($(grep -cxF "ok OK $config" "$work/validate-$label.txt") == 3)) ||
+    { cat "$work/validate-$label.txt" >&2; die "$label: unexpected answer"; }
+  "$benchclient" boot --addr "${addr_of[$label]}" --tokens-file "$work/untrusted.txt" \
+    --parallel 1 --seconds 30 --server-name "$fqdn" >"$work/validate-untrusted-$label.txt" 2>&1 ||
+    true
+  grep -q '^codes UNAUTHENTICATED=3$' "$work/validate-untrusted-$label.txt" ||
+    { cat "$work/validate-untrusted-$label.txt" >&2; die "$label: untrusted documents were not all refused"; }
+  echo "$label: stand-in document OK with the config (3 calls); 3 untrusted documents UNAUTHENTICATED" >&2
+done
+
+# ---------------------------------------------------------------------------------------
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+declare -A rss_idle rss_conns rss_after
+log "memory: VmRSS idle, then with $idle_conns idle TLS connections (direct)"
+for label in "${labels[@]}"; do
+  sleep 1
+  rss_idle[$label]=$(rss_kb "${pid_of[$label]}")
+  fifo=$work/idle-$label.fifo
+  mkfifo "$fifo"
+  "$benchclient" idle --addr "127.0.0.1:${port_of[$label]}" --conns "$idle_conns" \
+    <"$fifo" >"$work/idle-$label.out" 2>&1 &
+  idle_pid=$!
+  exec {idle_fd}>"$fifo"
+  for _ in $(seq 1200); do
+    grep -q '^open' "$work/idle-$label.out" && break
+    kill -0 "$idle_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q "^open $idle_conns" "$work/idle-$label.out" ||
+    { cat "$work/idle-$label.out" >&2; die "$label: could not open $idle_conns connections"; }
+  sleep 3
+  rss_conns[$label]=$(rss_kb "${pid_of[$label]}")
+  echo "$label: VmRSS idle ${rss_idle[$label]} kB, with $idle_conns connections ${rss_conns[$label]} kB" >&2
+  exec {idle_fd}>&-
+  wait "$idle_pid" 2>/dev/null || true
+  idle_pid=''
+  rm -f "$fifo"
+done
+
+# ---------------------------------------------------------------------------------------
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+machine() { awk '/^cpu / { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }
+tck=$(getconf CLK_TCK)
+declare -A cursor=([$cxx_label]=0 [$go_label]=0)
+samples=$out/samples.tsv
+printf 'round\tserver\tok\tfailed\telapsed_s\tcalls_per_s\tserver_cpu_s\tms_cpu_per_call\tcalls_per_cpu_s\tclient_cpu_s\tmachine_idle_pct\tp50_ms\tp99_ms\tproxy_cpu_s\n' >"$samples"
+failures=0
+# run_boot LABEL ROUND SECONDS [record]: one round of the boot load against LABEL.
+run_boot() {
+  local label=$1 r=$2 dur=$3 record=${4:-} f=$out/boot-$1-$2.txt
+  local cpu0 cpu1 m0 m1 px0=0 px1=0 rc=0
+  sleep 1  # the previous round's connections are gone
+  cpu0=$(cpu_ticks "${pid_of[$label]}")
+  [[ -n ${proxy_pid_of[$label]:-} ]] && px0=$(cpu_ticks "${proxy_pid_of[$label]}")
+  m0=$(machine)
+  "$benchclient" boot --addr "${addr_of[$label]}" --tokens-file "$pool" --skip "${cursor[$label]}" \
+    --parallel "$parallel" --seconds "$dur" --server-name "$fqdn" --expect "$config" \
+    >"$f" 2>"$f.err" || rc=$?
+  sleep 0.5  # the server finishes closing the last connections
+  cpu1=$(cpu_ticks "${pid_of[$label]}")
+  [[ -n ${proxy_pid_of[$label]:-} ]] && px1=$(cpu_ticks "${proxy_pid_of[$label]}")
+  m1=$(machine)
+  local line
+  line=$(grep '^result ' "$f") || { cat "$f" "$f.err" >&2; die "$label round $r: benchclient boot failed (rc $rc)"; }
+  get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
+  local ok bad used exhausted
+  ok=$(get ok) bad=$(get failed) used=$(get tokens_used) exhausted=$(get exhausted)
+  cursor[$label]=$((cursor[$label] + used))
+  if ((bad > 0)); then
+    failures=$((failures + bad))
+    echo "$label round $r: $bad FAILED calls: $(grep -E '^(codes|errors) ' "$f" | tr '\n' ' ')" >&2
+    head -5 "$f.err" >&2
+  fi
+  if ((exhausted)); then
+    failures=$((failures + 1))
+    echo "$label round $r: the token pool ran out after ${cursor[$label]} (raise --tokens)" >&2
+  fi
+  ((ok > 0)) || die "$label round $r: no successful call (see $f, $f.err)"
+  [[ -n $record ]] || return 0
+  awk -F'\t' -v r="$r" -v l="$label" -v ok="$ok" -v bad="$bad" -v el="$(get elapsed_s)" \
+      -v cps="$(get calls_per_s)" -v c0="$cpu0" -v c1="$cpu1" -v t="$tck" \
+      -v cc="$(get client_cpu_s)" -v m0="$m0" -v m1="$m1" -v p50="$(get p50_ms)" \
+      -v p99="$(get p99_ms)" -v x0="$px0" -v x1="$px1" 'BEGIN {
+        split(m0, a, " "); split(m1, b, " ")
+        cpu = (c1 - c0) / t
+        idle = (b[1] > a[1]) ? 100 * (b[2] - a[2]) / (b[1] - a[1]) : 0
+        printf "%s\t%s\t%d\t%d\t%.3f\t%.1f\t%.2f\t%.3f\t%.1f\t%.2f\t%.1f\t%s\t%s\t%.2f\n",
+          r, l, ok, bad, el, cps, cpu, 1000 * cpu / ok, ok / cpu, cc, idle, p50, p99, (x1 - x0) / t
+      }' >>"$samples"
+  tail -1 "$samples" | awk -F'\t' '{ printf "%s round %s: %d OK, %s calls/s, %.3f ms CPU per call, %.0f calls per CPU-s, client CPU %s s, machine idle %s %%\n", $2, $1, $3, $6, $8, $9, $10, $11 }' >&2
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+if ((warmup > 0)); then
+  log "warm-up: $warmup s per server (not recorded)"
+  for label in "${labels[@]}"; do run_boot "$label" warmup "$warmup"; done
+fi
+log "node boots: $rounds rounds x $seconds s per server, $parallel connecting workers, alternating"
+for ((r = 1; r <= rounds; r++)); do
+  order=("${labels[@]}")
+  if ((r % 2 == 0)); then order=("${labels[1]}" "${labels[0]}"); fi
+  for label in "${order[@]}"; do run_boot "$label" "$r" "$seconds" record; done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+for label in "${labels[@]}"; do rss_after[$label]=$(rss_kb "${pid_of[$label]}"); done
+
+# Every OK call of the pool carried its own document: as many distinct pool vmIds as OK lines.
+declare -A distinct_of
+for label in "${labels[@]}"; do
+  logf=$work/cxx.log
+  [[ $label == "$go_label" ]] && logf=$work/go.log
+  read -r lines distinct < <(grep '"code":"OK"' "$logf" |
+    grep -o '"vm_id":"[0-9a-f]*-b007-4000-8000-[0-9a-f]*"' | grep -v '"vm_id":"00c0ffee-' |
+    sort | uniq -c |
+    awk '{ n += $1; d++ } END { print n + 0, d + 0 }')
+  distinct_of[$label]="$distinct of $lines"
+  ((lines == distinct)) ||
+    { failures=$((failures + 1)); echo "$label: $lines OK pool calls but $distinct distinct documents" >&2; }
+done
+
+declare -A short_of=([$cxx_label]=cxx [$go_label]=go)
+if ((profile > 0)); then
+  if command -v perf >/dev/null; then
+    for label in "${labels[@]}"; do
+      log "profile: perf record of $label for $profile s of the same load (not recorded)"
+      data=$out/perf-${short_of[$label]}.data
+      # Call graphs: DWARF unwinding for the C++ server (Debian's libcrypto, libssl and libgrpc
+      # have no frame pointers), frame pointers for Go's (which keeps them; perf's DWARF
+      # unwinding loses Go's stacks). The load starts after run_boot's 1 s pause; the profile
+      # covers the load only.
+      unwind=dwarf,8192
+      [[ $label == "$go_label" ]] && unwind=fp
+      (sleep 1.2 && exec perf record -F 499 --call-graph "$unwind" -o "$data" \
+        -p "${pid_of[$label]}" -- sleep "$profile") >"$out/perf-record-${short_of[$label]}.log" 2>&1 &
+      perf_pid=$!
+      run_boot "$label" profile "$profile"
+      wait "$perf_pid" || echo "perf record failed (see $out/perf-record-${short_of[$label]}.log)" >&2
+      perf report -i "$data" --no-children --sort dso --stdio -g none \
+        >"$out/perf-${short_of[$label]}-dso.txt" 2>/dev/null || true
+      perf report -i "$data" --no-children --sort dso,sym --stdio -g none \
+        >"$out/perf-${short_of[$label]}-sym.txt" 2>/dev/null || true
+      # Inclusive shares of the entry points that say which work the CPU went to.
+      perf report -i "$data" --children --sort sym --stdio -g none \
+        >"$out/perf-${short_of[$label]}-children.txt" 2>/dev/null || true
+    done
+  else
+    echo "perf not installed: no profile" >&2
+  fi
+fi
+
+# ---------------------------------------------------------------------------------------
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+col() { awk -F'\t' -v s="$1" -v k="$2" 'NR > 1 && $2 == s { print $k }' "$samples"; }
+summary=$out/summary.md
+{
+  echo "# node_boot_bench $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),"\
+       "kernel $(uname -r); loadavg before $load_before, after $load_after"
+  dirty=$(git status --porcelain -- src cmd CMakeLists.txt bench/grpcgo-server | wc -l)
+  echo "tree: $(git rev-parse --short HEAD)$( ((dirty)) && echo " + $dirty uncommitted files"); C++ server: $cxx_origin"
+  [[ -z ${BENCH_CXX_ENV:-} ]] || echo "C++ server environment: $BENCH_CXX_ENV"
+  ((${#cxx_extra[@]} == 0)) || echo "C++ server flags added by the bench: ${cxx_extra[*]}"
+  echo "load: one TCP+TLS connection per call, a distinct attested document per call ($signer signer," \
+       "$token_bytes-byte token), $parallel connecting workers, $rounds rounds x ${seconds} s per server," \
+       "alternating; $( ((via_proxy)) && echo 'each server behind HAProxy' || echo 'direct (no proxy)')"
+  declare -A med_cpc med_ms med_cps
+  for label in "${labels[@]}"; do
+    med_cpc[$label]=$(col "$label" 9 | median)
+    med_ms[$label]=$(col "$label" 8 | median)
+    med_cps[$label]=$(col "$label" 6 | median)
+  done
+  ratio=$(awk -v a="${med_cpc[$cxx_label]}" -v b="${med_cpc[$go_label]}" 'BEGIN { printf "%.2f", a / b }')
+  verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 1.5) ? "MET" : "MISSED" }')
+  echo
+  if ((failures)); then
+    echo "**RUN FAILED: $failures failed calls or checks (see bench/out/node-boot/boot-*.txt); figures below are not valid**"
+    echo
+  fi
+  echo "**goal (calls per server CPU-second, live-patching-service / grpc-go >= 1.50): $verdict, ratio $ratio**"
+  echo
+  echo "## per round"
+  echo
+  echo "| round | server | OK calls | failed | calls/s | server CPU s | ms CPU per call | calls per CPU-s | client CPU s | machine idle % | p50 ms | p99 ms |$( ((via_proxy)) && echo ' HAProxy CPU s |')"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|$( ((via_proxy)) && echo '---|')"
+  tail -n +2 "$samples" | awk -F'\t' -v px="$via_proxy" '{
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", $1, $2, $3, $4, $6, $7, $8, $9, $10, $11, $12, $13
+      if (px) printf " %s |", $14
+      printf "\n" }'
+  echo
+  echo "## medians over rounds"
+  echo
+  echo "| server | calls per server CPU-s | ms CPU per call | calls/s | client CPU per call (ms) | distinct documents / OK calls (whole run) |"
+  echo "|---|---|---|---|---|---|"
+  for label in "${labels[@]}"; do
+    cli=$(awk -F'\t' -v s="$label" 'NR > 1 && $2 == s { c += $10; n += $3 } END { printf "%.3f", 1000 * c / n }' "$samples")
+    echo "| $label | ${med_cpc[$label]} | ${med_ms[$label]} | ${med_cps[$label]} | $cli | ${distinct_of[$label]} |"
+  done
+  awk -v a="${med_cpc[$cxx_label]}" -v b="${med_cpc[$go_label]}" -v c="${med_ms[$cxx_label]}" \
+      -v d="${med_ms[$go_label]}" -v e="${med_cps[$cxx_label]}" -v f="${med_cps[$go_label]}" \
+    'BEGIN { printf "| **ratio C++ / Go** | **%.2f** | %.2f | %.2f | | |\n", a / b, c / d, e / f }'
+  echo
+  echo "## memory (VmRSS, MB)"
+  echo
+  echo "| server | idle | with $idle_conns idle TLS connections | per connection (kB) | after the rounds |"
+  echo "|---|---|---|---|---|"
+  for label in "${labels[@]}"; do
+    awk -v l="$label" -v a="${rss_idle[$label]}" -v b="${rss_conns[$label]}" -v n="$idle_conns" \
+        -v c="${rss_after[$label]}" \
+      'BEGIN { printf "| %s | %.1f | %.1f | %.1f | %.1f |\n", l, a / 1024, b / 1024, (b - a) / n, c / 1024 }'
+  done
+  awk -v a="${rss_conns[$cxx_label]}" -v b="${rss_conns[$go_label]}" -v c="${rss_idle[$cxx_label]}" \
+      -v d="${rss_idle[$go_label]}" -v n="$idle_conns" \
+    'BEGIN { printf "| **ratio C++ / Go** | | %.2f | %.2f | |\n", a / b, (a - c) / (b - d) }'
+  # (libssl's and libgrpc's handshake code has no exported symbols to attribute to; EC_POINT_mul
+  # is every P-256 scalar multiplication: the handshake's ECDH and ECDSA signature and the
+  # documents' ECDSA verifications.)
+  declare -A entries=(
+    [$cxx_label]="hotfix::service::(anonymous namespace)::AttestedDocumentAuthenticator::Authenticate
+d2i_PKCS7
+OSSL_DECODER_CTX_new_for_pkey
+i2d_PKCS7
+PKCS7_verify
+X509_verify_cert
+EC_POINT_mul
+ECDH_compute_key
+EVP_DigestSignFinal
+grpc_core::HuffDecoder<
+grpc_chttp2_transport::grpc_chttp2_transport
+hotfix::Logger::WriteFormatted
+__libc_sendmsg"
+    [$go_label]="main.(*authenticator).verify
+github.com/fullsailor/pkcs7.Parse
+github.com/fullsailor/pkcs7.(*PKCS7).VerifyWithChain
+crypto/x509.(*Certificate).Verify
+crypto/tls.(*Conn).serverHandshake
+crypto/ecdsa.Sign
+crypto/ecdsa.Verify
+crypto/ecdh
+crypto/elliptic
+golang.org/x/net/http2/hpack.(*Decoder).Write
+google.golang.org/grpc/internal/transport.newHTTP2Server
+main.(*server).logCall
+runtime.mallocgc
+runtime.gcBgMarkWorker
+syscall.Syscall")
+  for label in "${labels[@]}"; do
+    f=$out/perf-${short_of[$label]}
+    [[ -s $f-dso.txt ]] || continue
+    echo
+    echo "## where $label's CPU goes (perf, $profile s of the same load)"
+    echo
+    echo "| by binary or library (self) | share |"
+    echo "|---|---|"
+    awk '!/^#/ && NF >= 2 && $1 ~ /%$/ { printf "| %s | %s |\n", $2, $1 }' "$f-dso.txt" | head -8
+    echo
+    echo "| entry point (inclusive: with what it calls) | share |"
+    echo "|---|---|"
+    while IFS= read -r fn; do
+      awk -v fn="$fn" '!/^#/ && $1 ~ /%$/ {
+          line = $0; sub(/^ *[0-9.]+% +[0-9.]+% +\[[^]]*\] +/, "", line)
+          if (index(line, fn) == 1) { printf "| `%s` | %s |\n", line, $1; exit } }' "$f-children.txt"
+    done <<<"${entries[$label]}"
+  done
+} >"$summary"
+cat "$summary"
+echo >&2
+echo "raw samples: $samples; load generator output: $out/boot-*.txt; logs: $work/; summary: $summary" >&2
+((failures == 0)) || exit 1
