@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Service benchmark: live-patching-service (C++, libgrpc++) against a grpc-go 1.33 server doing
+# Service benchmark: live-patching-service (C++, nghttp2) against a grpc-go 1.33 server doing
 # the same work (bench/grpcgo-server), each behind its own HAProxy with
 # deploy/haproxy/haproxy.cfg (ALPN routing, TCP passthrough), identity verification ON: the
 # token is a real attested document from the IMDS stand-in, both servers trust its signer root.
@@ -129,7 +129,7 @@ else
     --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
     --components-dir "$work/etc/components" \
     --attestation-roots "$work/etc/imds-root.pem" --metrics-listen "127.0.0.1:$metrics_port" \
-    >"$work/cxx.log" 2>&1 &
+    --max-connections-per-peer 100000 >"$work/cxx.log" 2>&1 &
   cxx_pid=$!
   pids+=($!)
   "$goserver" --listen "127.0.0.1:$go_port" --tls-cert "$work/etc/lps.pem" \

@@ -12,9 +12,10 @@
 # than SOAK_RSS_GROWTH_MB across the load (measured with the connections held, before and
 # after). The connections' own cost is reported, not bounded: freed memory stays in
 # glibc's arenas after they close. The default bound is about what 1,500 connections cost
-# (78 kB each): the service's 120 s handshake timeout closes the silent, slowloris and
-# slow-hello ones, connhold opens them again, and the first such wave leaves RSS ~80 MB
-# higher, the next ones ~10 MB (docs/RELIABILITY.md); a leak would keep climbing. Prints a summary (also bench/out/soak/summary.md).
+# (78 kB each on libgrpc): the service's 10 s handshake and first-request timeouts
+# (docs/SERVICE.md, "Limits") close the idle, silent, slowloris and slow-hello ones,
+# connhold opens them again, so memory churns through the whole load; a leak would keep
+# climbing. Prints a summary (also bench/out/soak/summary.md).
 #
 #   SOAK_SECONDS=180 bench/soak.sh          # the recorded run (docs/RELIABILITY.md)
 #   SOAK_SECONDS=20 SOAK_IDLE=300 SOAK_SLOW=100 bench/soak.sh    # the short form
@@ -85,9 +86,12 @@ valid_config 0 >"$work/etc/components/aksNodeController.json"
 
 stack_start_imds "$bin" "$imds_port" "$work/etc/imds-root.pem" "$work/imds.log"
 
+# Every connection comes from 127.0.0.1 (HAProxy's and connhold's): the per-peer cap is sized
+# for one proxy carrying the whole load, as docs/SERVICE.md says to size it behind a proxy.
 "$bin/live-patching-service" --listen "127.0.0.1:$svc_port" \
   --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
   --components-dir "$work/etc/components" --attestation-roots "$work/etc/imds-root.pem" \
+  --max-connections-per-peer 100000 \
   --metrics-listen "127.0.0.1:$metrics_port" >"$work/service.log" 2>&1 &
 svc_pid=$!
 pids+=($!)

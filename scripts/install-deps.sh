@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages this project needs. Idempotent and non-interactive: it asks
 # apt only for what is missing.
 #   scripts/install-deps.sh          build + tests + demo
-#   scripts/install-deps.sh --bench  also the benchmark peers (grpc-go, hyperfine)
+#   scripts/install-deps.sh --bench  also the benchmark tools (hyperfine, time)
 set -euo pipefail
 
 build=(build-essential cmake ninja-build pkg-config clang-format
@@ -13,11 +13,12 @@ build=(build-essential cmake ninja-build pkg-config clang-format
 service=(prometheus-cpp-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2
       strace clang libclang-rt-14-dev  # clang + libFuzzer: scripts/fuzz.sh
-      nghttp2-client curl)             # h2load and gRPC calls: bench/soak.sh's short form
-bench=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
-       golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev
-       protoc-gen-go protoc-gen-go-grpc
-       hyperfine time)
+      nghttp2-client curl              # h2load and gRPC calls: bench/soak.sh's short form
+      # grpc-go, the reference's gRPC: service_grpcgo_test calls the service with it
+      golang-go golang-google-grpc-dev golang-google-protobuf-dev
+      golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev
+      protoc-gen-go protoc-gen-go-grpc)
+bench=(hyperfine time)
 
 want=("${build[@]}" "${service[@]}" "${test[@]}")
 if [[ "${1:-}" == "--bench" ]]; then want+=("${bench[@]}"); fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, builds with ASan+UBSan and -Werror, runs every
-# test (unit and integration: real libgrpc++ server, real HAProxy, real certificates) in CTest;
+# test (unit and integration: the service under libgrpc++ and grpc-go clients and attack,
+# real HAProxy and nginx, real certificates) in CTest;
 # then the service's tests again under ThreadSanitizer, the soak's short form (the service
 # under load through HAProxy while its store reloads and hundreds of idle and slow connections
 # are held), and every fuzz target briefly (docs/RELIABILITY.md).
@@ -19,7 +20,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300 "$@"
 
 if [[ -z ${SKIP_TSAN:-} ]]; then
-  # The service is the multi-threaded side (gRPC's callback threads, the store's watcher, the
+  # The service is the multi-threaded side (its event loops, the store's watcher, the
   # cache and the rate limiter): its unit tests, and the integration tests that run it in
   # process or as a binary, built with -fsanitize=thread. Only those targets are built.
   tsan=${TSAN_BUILD_DIR:-build/tsan}
