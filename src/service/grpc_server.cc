@@ -38,6 +38,9 @@ constexpr size_t kReadChunk = 16 * 1024;
 // Pending output past which a connection is not read until the peer takes some: a peer that
 // sends without reading cannot make us queue answers without bound.
 constexpr size_t kMaxPendingOutput = 64 * 1024;
+// Reads from one connection per turn of the loop: a peer that keeps its socket full cannot
+// keep the loop from its other connections.
+constexpr int kReadsPerTurn = 16;
 // How often each loop looks at its connections' timers.
 constexpr std::chrono::milliseconds kTick{50};
 // Epoll ids below this are not connections.
@@ -175,7 +178,8 @@ class GrpcServer::Impl::Loop {
     size_t out_offset = 0;
     SteadyClock::time_point output_since;  // when out last became non-empty or drained some
     bool epollout = false;
-    bool closing = false;  // flush what is owed, then close
+    bool closing = false;      // flush what is owed, then close
+    bool read_paused = false;  // stopped reading with bytes maybe left (in OpenSSL's buffer)
   };
 
   void Run();
@@ -198,6 +202,8 @@ class GrpcServer::Impl::Loop {
   std::thread thread_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   size_t draining_connections_ = 0;  // of connections_, those a drain waits for
+  // Connections to read again next turn: epoll cannot see what OpenSSL has buffered.
+  std::vector<uint64_t> resume_;
   uint64_t next_id_ = 0;
   std::shared_ptr<SSL_CTX> ssl_ctx_;
   uint64_t ssl_generation_ = 0;
@@ -428,8 +434,17 @@ void GrpcServer::Impl::Loop::StartSession(Connection* conn) {
 
 void GrpcServer::Impl::Loop::ReadSome(Connection* conn) {
   if (conn->closing) return;
-  for (;;) {
-    if (Pending(conn) > kMaxPendingOutput) break;  // resumed by Flush once the peer reads
+  conn->read_paused = false;
+  for (int reads = 0;; ++reads) {
+    if (Pending(conn) > kMaxPendingOutput) {
+      conn->read_paused = true;  // resumed by Flush once the peer reads
+      break;
+    }
+    if (reads == kReadsPerTurn) {
+      conn->read_paused = true;
+      resume_.push_back(conn->id);
+      break;
+    }
     ssize_t n;
     if (conn->ssl) {
       ERR_clear_error();
@@ -514,6 +529,7 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
     Close(conn);
     return;
   }
+  if (conn->read_paused) resume_.push_back(conn->id);
 }
 
 void GrpcServer::Impl::Loop::UpdateInterest(Connection* conn, bool want_out) {
