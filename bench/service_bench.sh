@@ -9,8 +9,10 @@
 #   --rounds N      measured rounds per server (default 3); order A,B then B,A, ...
 #   --seconds S     measured seconds per round (default 10; h2load -D), after 1 s of h2load
 #                   warm-up on already-open connections (--warm-up-time)
-#   --conns C       h2load connections (default 10)
-#   --streams M     concurrent streams per connection (default 5): C*M = 50 in flight
+#   --conns C       h2load connections (default 12)
+#   --streams M     concurrent streams per connection (default 4, the service's
+#                   SETTINGS_MAX_CONCURRENT_STREAMS; h2load does not retry a refused stream):
+#                   C*M = 48 in flight
 #   --idle-conns N  idle TLS+HTTP/2 connections for the memory figure (default 5000)
 #   --trivial       the ceiling: both servers with an empty handler instead (C++:
 #                   lps-trivial-bench-server, the service's gRPC set-up; Go: grpcgo-server
@@ -38,7 +40,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-rounds=3 seconds=10 conns=10 streams=5 idle_conns=5000 trivial=0
+rounds=3 seconds=10 conns=12 streams=4 idle_conns=5000 trivial=0
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;

@@ -20,7 +20,8 @@
 #   SOAK_SECONDS=180 bench/soak.sh          # the recorded run (docs/RELIABILITY.md)
 #   SOAK_SECONDS=20 SOAK_IDLE=300 SOAK_SLOW=100 bench/soak.sh    # the short form
 #
-# Env: SOAK_SECONDS (180), SOAK_CONNS (10) x SOAK_STREAMS (5) h2load streams, SOAK_IDLE
+# Env: SOAK_SECONDS (180), SOAK_CONNS (12) x SOAK_STREAMS (4: the service's
+# SETTINGS_MAX_CONCURRENT_STREAMS; h2load does not retry a refused stream) h2load streams, SOAK_IDLE
 # (2000) idle TLS+HTTP/2, SOAK_SILENT (500) TLS then nothing, SOAK_SLOW (500) preface one
 # byte per 5 s, SOAK_HELLO (500) ClientHello one byte per 5 s (direct), SOAK_RSS_GROWTH_MB
 # (128), SOAK_PORT_BASE (18700, uses BASE..BASE+5), BUILD_ROOT (build; binaries from
@@ -30,7 +31,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-seconds=${SOAK_SECONDS:-180} conns=${SOAK_CONNS:-10} streams=${SOAK_STREAMS:-5}
+seconds=${SOAK_SECONDS:-180} conns=${SOAK_CONNS:-12} streams=${SOAK_STREAMS:-4}
 n_idle=${SOAK_IDLE:-2000} n_silent=${SOAK_SILENT:-500} n_slow=${SOAK_SLOW:-500}
 n_hello=${SOAK_HELLO:-500} rss_bound_mb=${SOAK_RSS_GROWTH_MB:-128}
 base=${SOAK_PORT_BASE:-18700}

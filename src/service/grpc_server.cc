@@ -143,8 +143,8 @@ struct GrpcServer::Impl {
 
   ~Impl();
   void ShedWithReserve(int listen_fd);
-  void Report(TransportEvent event, std::string_view peer) {
-    if (options.events != nullptr) options.events->OnTransportEvent(event, peer);
+  void Report(TransportEvent event, std::string_view peer, std::string_view detail = {}) {
+    if (options.events != nullptr) options.events->OnTransportEvent(event, peer, detail);
   }
 };
 
@@ -412,8 +412,9 @@ void GrpcServer::Impl::Loop::Handshake(Connection* conn) {
     UpdateInterest(conn, error == SSL_ERROR_WANT_WRITE);
     return;
   }
-  ERR_clear_error();
-  server_->Report(TransportEvent::kHandshakeFailed, conn->peer);
+  std::string why = ossl::DrainErrors();
+  server_->Report(TransportEvent::kHandshakeFailed, conn->peer,
+                  why.empty() ? "the peer closed the connection" : why);
   Close(conn);
 }
 

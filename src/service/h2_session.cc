@@ -115,14 +115,7 @@ struct H2Callbacks {
     ++self.streams_open_;
     self.control_.Add(self.options_.limits.control_frames_per_request,
                       self.options_.limits.control_frame_burst);
-    if (++self.streams_started_ == self.options_.limits.max_streams_per_connection) {
-      // This stream is served; later ones are refused and the client redials.
-      self.Report(TransportEvent::kStreamLimit);
-      nghttp2_submit_goaway(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR,
-                            nullptr, 0);
-      self.goaway_sent_ = true;
-      self.goaway_last_stream_id_ = frame->hd.stream_id;
-    }
+    ++self.streams_started_;
     return 0;
   }
 
@@ -186,6 +179,7 @@ struct H2Callbacks {
   static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* ud) {
     H2Session& self = Self(ud);
     if (self.failed_) return 0;
+    if (frame->hd.type == NGHTTP2_GOAWAY) self.peer_goaway_ = true;
     H2Session::Stream* stream = self.Find(frame->hd.stream_id);
     if (stream == nullptr) return 0;
     bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
@@ -303,14 +297,14 @@ H2Session::~H2Session() {
   if (session_ != nullptr) nghttp2_session_del(session_);
 }
 
-void H2Session::Report(TransportEvent event) {
-  if (options_.events != nullptr) options_.events->OnTransportEvent(event, peer_);
+void H2Session::Report(TransportEvent event, std::string_view detail) {
+  if (options_.events != nullptr) options_.events->OnTransportEvent(event, peer_, detail);
 }
 
-void H2Session::Fail(TransportEvent event, uint32_t error_code) {
+void H2Session::Fail(TransportEvent event, uint32_t error_code, std::string_view detail) {
   if (failed_) return;
   failed_ = true;
-  Report(event);
+  Report(event, detail);
   if (session_ != nullptr) nghttp2_session_terminate_session(session_, error_code);
 }
 
@@ -346,15 +340,18 @@ bool H2Session::Receive(std::string_view bytes, SteadyClock::time_point now) {
   if (rv < 0) {
     // nghttp2 has queued its GOAWAY where the error allows one (bad preface: none).
     if (rv == NGHTTP2_ERR_FLOODED) {
-      Fail(TransportEvent::kControlFrameFlood, NGHTTP2_ENHANCE_YOUR_CALM);
+      Fail(TransportEvent::kControlFrameFlood, NGHTTP2_ENHANCE_YOUR_CALM,
+           nghttp2_strerror(static_cast<int>(rv)));
     } else {
-      Fail(TransportEvent::kProtocolError, NGHTTP2_PROTOCOL_ERROR);
+      Fail(TransportEvent::kProtocolError, NGHTTP2_PROTOCOL_ERROR,
+           nghttp2_strerror(static_cast<int>(rv)));
     }
     return false;
   }
-  if (!failed_ && !goaway_sent_ && nghttp2_session_want_read(session_) == 0) {
+  if (!failed_ && !goaway_sent_ && !peer_goaway_ && nghttp2_session_want_read(session_) == 0) {
     // nghttp2 ended the session itself (a connection error it answered with GOAWAY).
-    Fail(TransportEvent::kProtocolError, NGHTTP2_PROTOCOL_ERROR);
+    Fail(TransportEvent::kProtocolError, NGHTTP2_PROTOCOL_ERROR,
+         "nghttp2 ended the session (a connection error answered with GOAWAY)");
   }
   return !failed_;
 }

@@ -37,8 +37,6 @@ using SteadyClock = std::chrono::steady_clock;
 struct H2Limits {
   // SETTINGS_MAX_CONCURRENT_STREAMS. nghttp2 refuses streams beyond it (REFUSED_STREAM).
   uint32_t max_concurrent_streams = 4;
-  // Streams one connection may open in its life; then a graceful GOAWAY.
-  uint32_t max_streams_per_connection = 1000;
   // SETTINGS_MAX_HEADER_LIST_SIZE, counted as RFC 9113 does (name + value + 32 per field),
   // over pseudo-headers and metadata alike. The attested document is up to 64 KiB of base64.
   uint32_t max_header_list_bytes = 80 * 1024;
@@ -98,7 +96,9 @@ class GrpcHandler {
 class TransportEventSink {
  public:
   virtual ~TransportEventSink() = default;
-  virtual void OnTransportEvent(TransportEvent event, std::string_view peer) = 0;
+  // detail: what went wrong, when there is more to say than the event (nghttp2's error).
+  virtual void OnTransportEvent(TransportEvent event, std::string_view peer,
+                                std::string_view detail) = 0;
 };
 
 struct H2SessionOptions {
@@ -142,8 +142,8 @@ class H2Session {
   struct Stream;
   friend struct H2Callbacks;
 
-  void Fail(TransportEvent event, uint32_t error_code);
-  void Report(TransportEvent event);
+  void Fail(TransportEvent event, uint32_t error_code, std::string_view detail = {});
+  void Report(TransportEvent event, std::string_view detail = {});
   bool TakeControlFrameToken(SteadyClock::time_point now);
   bool TakeResetToken(SteadyClock::time_point now);
   void Dispatch(Stream* stream);
@@ -159,9 +159,10 @@ class H2Session {
   SteadyClock::time_point now_;
   SteadyClock::time_point started_;
   SteadyClock::time_point idle_since_;
-  uint32_t streams_started_ = 0;
+  uint64_t streams_started_ = 0;
   uint32_t streams_open_ = 0;
   bool goaway_sent_ = false;
+  bool peer_goaway_ = false;  // the peer is leaving: the end of the session is not an error
   int32_t goaway_last_stream_id_ = 0;  // the last stream our GOAWAY lets finish
   struct TokenBucket {
     double tokens;

@@ -23,6 +23,7 @@
 
 #include "common/base64.h"
 #include "common/openssl.h"
+#include "service/signer_cache.h"
 
 namespace hotfix::service {
 namespace {
@@ -43,6 +44,7 @@ struct FreeX509Stack {  // sk_X509_free is a macro, so not a Deleter<> argument
   void operator()(STACK_OF(X509) * stack) const { sk_X509_free(stack); }
 };
 using SignerStack = std::unique_ptr<STACK_OF(X509), FreeX509Stack>;
+using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, ossl::Deleter<X509_STORE_CTX_free>>;
 
 // OpenSSL's error queue, drained (ossl::DrainErrors), for a refusal's message.
 std::string DrainErrors() {
@@ -124,14 +126,21 @@ std::string AlgorithmName(const X509_ALGOR* alg) {
 // OpenSSL's PKCS7_sign) produces is accepted, checked before any signature work: DER that
 // re-encodes to itself, version 1 throughout, one SignerInfo, a SHA-2 digest with absent or NULL
 // parameters listed alone in digestAlgorithms, and a signature algorithm that fits the signer's
-// key and digest.
-Status CheckStrictForm(PKCS7* p7, std::string_view der) {
+// key and digest. CheckCanonical is the first half, CheckEnvelope the rest.
+Status CheckCanonical(PKCS7* p7, std::string_view der) {
   unsigned char* encoded = nullptr;
   int n = i2d_PKCS7(p7, &encoded);
   bool canonical = n > 0 && static_cast<size_t>(n) == der.size() &&
                    std::memcmp(encoded, der.data(), der.size()) == 0;
   OPENSSL_free(encoded);
   if (!canonical) return Status::InvalidArgument("is not in DER's single encoding");
+  return Status::Ok();
+}
+
+// `certs` is where the signer's certificate is looked up: the document's own (what
+// PKCS7_cert_from_signer_info searches) or, for a document parsed without it, a stack
+// holding the cached certificate whose exact bytes it embeds.
+Status CheckEnvelope(PKCS7* p7, STACK_OF(X509) * certs) {
   PKCS7_SIGNED* signed_data = p7->d.sign;
   if (long v = ASN1_INTEGER_get(signed_data->version); v != 1) {
     return Status::InvalidArgument("has SignedData version " + std::to_string(v) + ", not 1");
@@ -172,7 +181,9 @@ Status CheckStrictForm(PKCS7* p7, std::string_view der) {
     return Status::InvalidArgument("signature algorithm " + AlgorithmName(signature) +
                                    " does not use the SignerInfo's digest");
   }
-  X509* signer = PKCS7_cert_from_signer_info(p7, info);
+  // PKCS7_cert_from_signer_info's lookup, on `certs`.
+  X509* signer = X509_find_by_issuer_and_serial(certs, info->issuer_and_serial->issuer,
+                                                info->issuer_and_serial->serial);
   if (signer == nullptr) return Status::InvalidArgument("does not carry its signer's certificate");
   // The lookup above compares names canonically (case and spaces folded), so the SignerInfo's
   // issuer could be spelled differently from the certificate's; only the exact bytes pass.
@@ -209,19 +220,33 @@ std::string SubjectOf(X509* cert) {
   return name;
 }
 
-SignedDocument CheckSignedDocument(std::string_view token, X509_STORE* roots,
-                                   std::string_view signer_name) {
+// The token's DER: strict base64, one line.
+StatusOr<std::string> DecodeToken(std::string_view token) {
   // gRPC metadata cannot carry line breaks anyway; refusing them keeps one spelling per
   // document rather than relying on the decoder skipping them.
   if (token.find_first_of("\r\n") != std::string_view::npos) {
-    return Malformed("is not base64 (line break)");
+    return Status::InvalidArgument("attested document is not base64 (line break)");
   }
   StatusOr<std::string> der = DecodeStdBase64(token);
-  if (!der.ok()) return Malformed("is not base64: " + der.status().message());
-  StatusOr<Pkcs7Ptr> p7 = ParseSignedData(*der);
+  if (!der.ok()) {
+    return Status::InvalidArgument("attested document is not base64: " + der.status().message());
+  }
+  return der;
+}
+
+// The full check of a document's DER, the reference for the signer cache's shortcut
+// (AttestedDocumentAuthenticator::VerifyWithCachedSigner). When `verified` is not null and
+// the document verified, it receives the parsed document, for the signer cache to take the
+// signer certificate from.
+SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::string_view signer_name,
+                              Pkcs7Ptr* verified) {
+  StatusOr<Pkcs7Ptr> p7 = ParseSignedData(der);
   if (!p7.ok()) return Malformed(p7.status().message());
   PKCS7* signed_data = p7->get();
-  if (Status form = CheckStrictForm(signed_data, *der); !form.ok()) {
+  if (Status form = CheckCanonical(signed_data, der); !form.ok()) {
+    return Malformed(form.message());
+  }
+  if (Status form = CheckEnvelope(signed_data, signed_data->d.sign->cert); !form.ok()) {
     return Malformed(form.message());
   }
 
@@ -255,7 +280,15 @@ SignedDocument CheckSignedDocument(std::string_view token, X509_STORE* roots,
   long len = BIO_get_mem_data(content.get(), &data);
   out.content.assign(data == nullptr ? "" : data, len > 0 ? static_cast<size_t>(len) : 0);
   ERR_clear_error();
+  if (verified != nullptr) *verified = std::move(p7).value();
   return out;
+}
+
+SignedDocument CheckSignedDocument(std::string_view token, X509_STORE* roots,
+                                   std::string_view signer_name) {
+  StatusOr<std::string> der = DecodeToken(token);
+  if (!der.ok()) return Refuse(IdentityFailure::kMalformed, der.status());
+  return CheckSignedDer(*der, roots, signer_name, nullptr);
 }
 
 // ---- Content ----------------------------------------------------------------------------
@@ -430,7 +463,8 @@ class AttestedDocumentAuthenticator : public Authenticator {
       : options_(std::move(options)),
         roots_(std::move(roots)),
         sha256_(std::move(sha256)),
-        cache_(options_.cache_entries) {
+        cache_(options_.cache_entries),
+        signers_(options_.signer_cache_entries) {
     if (!options_.clock) options_.clock = [] { return Clock::now(); };
   }
 
@@ -465,6 +499,8 @@ class AttestedDocumentAuthenticator : public Authenticator {
     s.cache_hits = cache_hits_.load(std::memory_order_relaxed);
     s.cache_evictions = cache_.evictions();
     s.cache_entries = cache_.size();
+    s.signer_cache_hits = signer_cache_hits_.load(std::memory_order_relaxed);
+    s.signer_cache_entries = signers_.size();
     return s;
   }
 
@@ -500,7 +536,20 @@ class AttestedDocumentAuthenticator : public Authenticator {
 
   AuthResult Verify(std::string_view token, TimePoint now, TimePoint* signer_not_after) {
     verifications_.fetch_add(1, std::memory_order_relaxed);
-    SignedDocument signed_doc = CheckSignedDocument(token, roots_.get(), options_.signer_name);
+    StatusOr<std::string> der = DecodeToken(token);
+    if (!der.ok()) {
+      ERR_clear_error();
+      return Fail(IdentityFailure::kMalformed, der.status());
+    }
+    SignedDocument signed_doc;
+    if (std::optional<SignedDocument> shortcut = VerifyWithCachedSigner(*der)) {
+      signed_doc = std::move(*shortcut);
+    } else {
+      ERR_clear_error();  // nothing the shortcut queued may reach the full check's messages
+      Pkcs7Ptr verified;
+      signed_doc = CheckSignedDer(*der, roots_.get(), options_.signer_name, &verified);
+      if (verified) RememberSigner(verified.get(), signed_doc);
+    }
     if (!signed_doc.ok()) return Fail(signed_doc.failure, signed_doc.error);
     std::string why;
     std::optional<Content> content;
@@ -517,12 +566,108 @@ class AttestedDocumentAuthenticator : public Authenticator {
     return result;
   }
 
+  // The full check's answer for `der` (CheckSignedDer) when the certificate it embeds is in
+  // the signer cache, without parsing that certificate again or verifying its chain again;
+  // nullopt: run the full check. The shortcut only answers where the full check would give
+  // the same answer: a document whose layout is not IMDS's (SplitOffCertificate), that does
+  // not parse, is not DER or fails an envelope check goes to the full check, which refuses it
+  // with its own message; outside the cached chain's validity too. What remains is the
+  // signature, which PKCS7_verify checks exactly as in the full check, with the signer taken
+  // from the cache (NOINTERN) and the chain not rebuilt (NOVERIFY): the full check would build
+  // it from the same certificate, the same untrusted set (that certificate alone) and the
+  // same store, at a time inside the window where it verified.
+  std::optional<SignedDocument> VerifyWithCachedSigner(std::string_view der) {
+    if (signers_.capacity() == 0) return std::nullopt;
+    std::optional<SplitSignedData> split = SplitOffCertificate(der);
+    if (!split) return std::nullopt;
+    std::optional<Digest> digest = Sha256(split->certificate);
+    if (!digest) return std::nullopt;
+    std::shared_ptr<const CachedSigner> signer = signers_.Find(*digest);
+    if (!signer || signer->der != split->certificate) return std::nullopt;
+    if (!signer->ChainValidNow()) {
+      // X509_verify_cert would refuse the chain now ("certificate has expired" or "is not
+      // yet valid"): the full check says so, and caches the certificate again if it is valid.
+      signers_.Erase(*digest, signer.get());
+      return std::nullopt;
+    }
+    // d2i_PKCS7 of the document without its certificate: no key to decode. It is DER exactly
+    // when the document is (SplitOffCertificate), and it parses exactly as the document does
+    // but for the certificates, which are the cached certificate's bytes.
+    StatusOr<Pkcs7Ptr> p7 = ParseSignedData(split->stripped);
+    if (!p7.ok() || !CheckCanonical(p7->get(), split->stripped).ok()) return std::nullopt;
+    SignerStack certs(sk_X509_new_null());
+    if (!certs || sk_X509_push(certs.get(), signer->cert.get()) <= 0) return std::nullopt;
+    if (!CheckEnvelope(p7->get(), certs.get()).ok()) return std::nullopt;
+
+    signer_cache_hits_.fetch_add(1, std::memory_order_relaxed);
+    BioPtr content(BIO_new(BIO_s_mem()));
+    if (PKCS7_verify(p7->get(), certs.get(), roots_.get(), nullptr, content.get(),
+                     PKCS7_BINARY | PKCS7_NOINTERN | PKCS7_NOVERIFY) != 1) {
+      return Refuse(IdentityFailure::kUntrustedSigner,
+                    Status::PermissionDenied("attested document signature does not verify: " +
+                                             DrainErrors()));
+    }
+    // CheckEnvelope found the cached certificate as the one SignerInfo's signer, so this is
+    // it; the full check's count of signers, kept as a guard.
+    SignerStack signers(PKCS7_get0_signers(p7->get(), certs.get(), PKCS7_NOINTERN));
+    if (!signers || sk_X509_num(signers.get()) != 1 ||
+        sk_X509_value(signers.get(), 0) != signer->cert.get()) {
+      return std::nullopt;
+    }
+    // X509_check_host passed for options_.signer_name before the certificate was cached.
+    SignedDocument out;
+    out.signer_subject = signer->subject;
+    out.signer_not_after = signer->not_after;
+    char* data = nullptr;
+    long len = BIO_get_mem_data(content.get(), &data);
+    out.content.assign(data == nullptr ? "" : data, len > 0 ? static_cast<size_t>(len) : 0);
+    ERR_clear_error();
+    return out;
+  }
+
+  // After the full check accepted `p7` (chain and signer name): keep its signer certificate
+  // when it is the document's only certificate and no CRLs ride along, the only layout the
+  // shortcut takes, so that the chain verified here is the one the full check would build for
+  // a later document. PKCS7_verify does not expose that chain, so X509_verify_cert builds it
+  // again here (once per certificate), set up as PKCS7_verify sets it up: the document's
+  // certificates as the untrusted ones, the "smime_sign" defaults under the store's own
+  // parameters (purpose any, LoadTrustRoots), no CRLs. Its chain gives the validity window.
+  void RememberSigner(PKCS7* p7, const SignedDocument& signed_doc) {
+    if (signers_.capacity() == 0 || !signed_doc.ok()) return;
+    STACK_OF(X509)* embedded = p7->d.sign->cert;
+    if (sk_X509_num(embedded) != 1 || p7->d.sign->crl != nullptr) return;
+    X509* cert = sk_X509_value(embedded, 0);
+    StoreCtxPtr ctx(X509_STORE_CTX_new());
+    auto entry = std::make_shared<CachedSigner>();
+    unsigned char* der = nullptr;
+    int der_len = 0;
+    if (!ctx || X509_STORE_CTX_init(ctx.get(), roots_.get(), cert, embedded) != 1 ||
+        X509_STORE_CTX_set_default(ctx.get(), "smime_sign") != 1 ||
+        X509_verify_cert(ctx.get()) != 1 ||
+        !SetChainWindow(X509_STORE_CTX_get0_chain(ctx.get()), entry.get()) ||
+        (der_len = i2d_X509(cert, &der)) <= 0) {
+      ERR_clear_error();
+      return;
+    }
+    entry->der.assign(reinterpret_cast<const char*>(der), static_cast<size_t>(der_len));
+    OPENSSL_free(der);
+    if (X509_up_ref(cert) != 1) return;
+    entry->cert.reset(cert);
+    entry->subject = signed_doc.signer_subject;
+    entry->not_after = signed_doc.signer_not_after;
+    std::optional<Digest> digest = Sha256(entry->der);
+    if (digest) signers_.Insert(*digest, std::move(entry));
+    ERR_clear_error();
+  }
+
   AttestedDocumentOptions options_;
   StorePtr roots_;  // X509_STORE is safe for concurrent verifications once built
   MdPtr sha256_;    // fetched once: an implicit fetch per digest costs a provider lookup
   IdentityCache cache_;
+  SignerCache signers_;
   std::atomic<uint64_t> verifications_{0};
   std::atomic<uint64_t> cache_hits_{0};
+  std::atomic<uint64_t> signer_cache_hits_{0};
 };
 
 class InsecureAnyTokenAuthenticator : public Authenticator {

@@ -50,6 +50,11 @@ struct AuthenticatorStats {
   uint64_t cache_hits = 0;
   uint64_t cache_evictions = 0;  // entries dropped: expired ones, then the oldest when full
   uint64_t cache_entries = 0;    // entries held now
+  // Verifications (counted in `verifications`) that found the document's certificate in the
+  // signer cache (AttestedDocumentOptions::signer_cache_entries) and so skipped its parse and
+  // its chain verification; the signature and every other check still ran.
+  uint64_t signer_cache_hits = 0;
+  uint64_t signer_cache_entries = 0;  // signer certificates held now
 };
 
 class Authenticator {
@@ -72,6 +77,13 @@ struct AttestedDocumentOptions {
   std::string signer_name = "metadata.azure.com";
   size_t max_token_bytes = 64 * 1024;
   size_t cache_entries = 100000;  // verified documents kept, by SHA-256 of the token
+  // Signer certificates kept, by SHA-256 of their DER, least recently used dropped first; 0
+  // turns the signer cache off. A certificate is kept once a document embedding it (as its
+  // only certificate) chained to the roots and passed the signer-name check; a later
+  // document embedding exactly those bytes, inside the chain's validity, is then parsed
+  // without it and its signature verified against the kept certificate, with the same
+  // envelope, content and time checks and the same answer as the full check.
+  size_t signer_cache_entries = 64;
   // The time for timeStamp.createdOn/expiresOn and for cache expiry; empty: the system clock.
   // For tests. Certificate validity is still checked by OpenSSL against the real time.
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -79,7 +91,9 @@ struct AttestedDocumentOptions {
 
 // Verifies with OpenSSL (PKCS7_verify against the roots, X509_check_host on the signer, the
 // JSON content and its expiry) and caches verified documents by digest until they expire, so a
-// fleet of retrying nodes costs a lookup, not an RSA verification. Thread-safe.
+// fleet of retrying nodes costs a lookup, not an RSA verification; a new document from an
+// already verified signer certificate costs its signature, not the certificate's parse and
+// chain (signer_cache_entries). Thread-safe.
 StatusOr<std::unique_ptr<Authenticator>> NewAttestedDocumentAuthenticator(
     AttestedDocumentOptions options);
 

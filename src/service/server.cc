@@ -130,7 +130,8 @@ class TransportEventLog final : public TransportEventSink {
  public:
   TransportEventLog(Metrics* metrics, Logger* log) : metrics_(metrics), log_(log) {}
 
-  void OnTransportEvent(TransportEvent event, std::string_view peer) override {
+  void OnTransportEvent(TransportEvent event, std::string_view peer,
+                        std::string_view detail) override {
     metrics_->RecordTransportEvent(event);
     if (event == TransportEvent::kAccepted || event == TransportEvent::kClosed) return;
     auto index = static_cast<size_t>(event);
@@ -149,6 +150,7 @@ class TransportEventLog final : public TransportEventSink {
     uint64_t not_logged = suppressed_[index].exchange(0);
     log_->Warn("connection limit", {{"event", TransportEventName(event)},
                                     {"peer", std::string(peer)},
+                                    {"detail", std::string(detail)},
                                     {"not_logged_since_last", static_cast<int64_t>(not_logged)}});
   }
 

@@ -32,8 +32,6 @@ const char* TransportEventName(TransportEvent event) {
       return "reset_flood";
     case TransportEvent::kControlFrameFlood:
       return "control_frame_flood";
-    case TransportEvent::kStreamLimit:
-      return "stream_limit";
     case TransportEvent::kProtocolError:
       return "protocol_error";
     case TransportEvent::kOutputStalled:

@@ -20,7 +20,6 @@ enum class TransportEvent {
   kRequestTooLarge,      // a request body over the limit (RESOURCE_EXHAUSTED)
   kResetFlood,           // streams reset faster than allowed (GOAWAY ENHANCE_YOUR_CALM)
   kControlFrameFlood,    // SETTINGS/PING/WINDOW_UPDATE/PRIORITY/empty frames too fast
-  kStreamLimit,          // the per-connection stream budget is spent (graceful GOAWAY)
   kProtocolError,        // nghttp2 found a protocol error (GOAWAY), CONTINUATION flood incl.
   kOutputStalled,        // the peer stopped reading our output for too long
   kCount,

@@ -44,7 +44,7 @@ class RecordingHandler : public GrpcHandler {
 
 class CountingEvents : public TransportEventSink {
  public:
-  void OnTransportEvent(TransportEvent event, std::string_view) override {
+  void OnTransportEvent(TransportEvent event, std::string_view, std::string_view) override {
     events.push_back(event);
   }
   std::vector<TransportEvent> events;

@@ -3,7 +3,11 @@
 #include <openssl/err.h>
 #include <openssl/pkcs7.h>
 
+#include <time.h>
+
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -12,6 +16,7 @@
 #include "imds_standin.h"
 #include "openssl_util.h"
 #include "service/node_identity.h"
+#include "service/signer_cache.h"
 #include "test_certs.h"
 
 namespace hotfix::service {
@@ -312,8 +317,16 @@ TEST_F(IdentityTest, RsaSignerAsImdsUsesIsAccepted) {
 // A genuine document with one unsigned envelope field changed (PKCS#7 signs only the content
 // and signed attributes). Each still carries a valid signature, so without the strict-form
 // check it would verify as the same node and take a cache entry of its own.
-class EnvelopeVariantTest : public IdentityTest {
+// Run with the signer cache cold and warm (holding signer_, so every variant embeds a cached
+// certificate): the answers, messages included, are the full check's either way.
+class EnvelopeVariantTest : public IdentityTest, public testing::WithParamInterface<bool> {
  protected:
+  EnvelopeVariantTest() {
+    if (GetParam()) {
+      EXPECT_TRUE(auth_->Authenticate(Sign(Fields("vm-warm"))).ok());
+      EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
+    }
+  }
   template <typename Change>
   std::string Variant(Change change) {
     std::string der = DerOf(Sign(Fields()));
@@ -333,19 +346,19 @@ class EnvelopeVariantTest : public IdentityTest {
   }
 };
 
-TEST_F(EnvelopeVariantTest, TheUnchangedDocumentStillVerifies) {
+TEST_P(EnvelopeVariantTest, TheUnchangedDocumentStillVerifies) {
   AuthResult result = auth_->Authenticate(Variant([](PKCS7*) {}));
   EXPECT_TRUE(result.ok()) << result.error.ToString();
 }
 
-TEST_F(EnvelopeVariantTest, VersionsOtherThanOneAreRefused) {
+TEST_P(EnvelopeVariantTest, VersionsOtherThanOneAreRefused) {
   ExpectEnvelopeRefused(Variant([](PKCS7* p7) { ASN1_INTEGER_set(p7->d.sign->version, 3); }),
                         "SignedData version 3, not 1");
   ExpectEnvelopeRefused(Variant([this](PKCS7* p7) { ASN1_INTEGER_set(Info(p7)->version, 0); }),
                         "SignerInfo version 0, not 1");
 }
 
-TEST_F(EnvelopeVariantTest, DigestAlgorithmVariantsAreRefused) {
+TEST_P(EnvelopeVariantTest, DigestAlgorithmVariantsAreRefused) {
   ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
                           X509_ALGOR_set0(Info(p7)->digest_alg, OBJ_nid2obj(NID_sha1), V_ASN1_UNDEF,
                                           nullptr);
@@ -370,7 +383,7 @@ TEST_F(EnvelopeVariantTest, DigestAlgorithmVariantsAreRefused) {
                         "digestAlgorithms is not exactly the signer's digest");
 }
 
-TEST_F(EnvelopeVariantTest, SignatureAlgorithmVariantsAreRefused) {
+TEST_P(EnvelopeVariantTest, SignatureAlgorithmVariantsAreRefused) {
   // The test signer is ECDSA P-256 over SHA-256.
   ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
                           X509_ALGOR_set0(Info(p7)->digest_enc_alg,
@@ -399,7 +412,7 @@ TEST_F(EnvelopeVariantTest, SignatureAlgorithmVariantsAreRefused) {
 
 // OpenSSL finds the signer by a canonical name comparison, so "TEST-IMDS-ROOT" would match
 // "test-imds-root".
-TEST_F(EnvelopeVariantTest, IssuerNameSpelledDifferentlyIsRefused) {
+TEST_P(EnvelopeVariantTest, IssuerNameSpelledDifferentlyIsRefused) {
   ExpectEnvelopeRefused(Variant([this](PKCS7* p7) {
                           X509_NAME* name = X509_NAME_new();
                           X509_NAME_add_entry_by_txt(
@@ -413,12 +426,17 @@ TEST_F(EnvelopeVariantTest, IssuerNameSpelledDifferentlyIsRefused) {
 
 // BER allows a length in more bytes than it needs; DER does not, and OpenSSL's decoder
 // accepts both.
-TEST_F(EnvelopeVariantTest, LongerLengthEncodingIsRefused) {
+TEST_P(EnvelopeVariantTest, LongerLengthEncodingIsRefused) {
   std::string der = DerOf(Sign(Fields()));
   ASSERT_EQ(static_cast<unsigned char>(der[1]), 0x82);  // SEQUENCE, length in 2 bytes
   std::string padded = der.substr(0, 1) + std::string("\x83\x00", 2) + der.substr(2);
   ExpectEnvelopeRefused(Reencode(padded), "is not in DER's single encoding");
 }
+
+INSTANTIATE_TEST_SUITE_P(SignerCache, EnvelopeVariantTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& param) {
+                           return param.param ? "Warm" : "Cold";
+                         });
 
 TEST_F(IdentityTest, Pkcs7ThatIsNotSignedDataIsMalformed) {
   ossl::Pkcs7Ptr p7(PKCS7_new());
@@ -560,6 +578,340 @@ TEST_F(IdentityTest, ConcurrentCallersAgree) {
   EXPECT_EQ(stats.verifications + stats.cache_hits, uint64_t{kThreads * kCalls});
   EXPECT_GE(stats.verifications, tokens.size());
   EXPECT_EQ(stats.cache_entries, tokens.size());
+}
+
+// ---- Signer cache ----------------------------------------------------------------------
+
+// The signer cache against the full check: `reference` never caches a signer
+// (signer_cache_entries 0), `warm` holds signer_ (verified once at construction).
+class SignerCacheTest : public IdentityTest {
+ protected:
+  SignerCacheTest() {
+    AttestedDocumentOptions full = Options();
+    full.signer_cache_entries = 0;
+    reference_ = Make(full);
+    EXPECT_TRUE(auth_->Authenticate(Sign(Fields("vm-warm"))).ok());
+    EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
+    EXPECT_EQ(auth_->stats().signer_cache_hits, 0u);
+  }
+
+  // `token` refused for `failure` by the full check and by the warm authenticator, with the
+  // same message; `shortcut` says whether the warm one took it through the cached signer.
+  void ExpectRefusedAsByTheFullCheck(const std::string& token, IdentityFailure failure,
+                                     bool shortcut) {
+    AuthResult full = reference_->Authenticate(token);
+    uint64_t hits = auth_->stats().signer_cache_hits;
+    AuthResult warm = ExpectRefused(token, failure);
+    EXPECT_FALSE(full.ok());
+    EXPECT_EQ(IdentityFailureName(full.failure), std::string(IdentityFailureName(failure)))
+        << full.error.ToString();
+    EXPECT_EQ(warm.error.ToString(), full.error.ToString());
+    EXPECT_EQ(auth_->stats().signer_cache_hits, hits + (shortcut ? 1 : 0));
+    EXPECT_EQ(reference_->stats().signer_cache_hits, 0u);
+  }
+
+  std::string SignerDer() const {
+    ossl::X509Ptr cert = ossl::ParseCertPem(signer_.cert_pem);
+    unsigned char* der = nullptr;
+    int n = i2d_X509(cert.get(), &der);
+    std::string out(reinterpret_cast<const char*>(der), n > 0 ? static_cast<size_t>(n) : 0);
+    OPENSSL_free(der);
+    return out;
+  }
+
+  std::unique_ptr<Authenticator> reference_;
+};
+
+TEST_F(SignerCacheTest, DistinctDocumentsFromOneSignerSkipTheCertificate) {
+  for (const char* vm : {"vm-a", "vm-b", "vm-c"}) {
+    AttestedDocumentFields fields = Fields(vm);
+    AuthResult result = auth_->Authenticate(Sign(fields));
+    ASSERT_TRUE(result.ok()) << result.error.ToString();
+    EXPECT_EQ(result.identity.vm_id, vm);
+    EXPECT_EQ(result.identity.subscription_id, "sub-1");
+    EXPECT_EQ(result.identity.sku, "aks-ubuntu");
+    EXPECT_EQ(result.identity.expires_at, WholeSeconds(fields.expires_on));
+  }
+  AuthenticatorStats stats = auth_->stats();
+  EXPECT_EQ(stats.verifications, 4u);  // the warming document and the three
+  EXPECT_EQ(stats.signer_cache_hits, 3u);
+  EXPECT_EQ(stats.signer_cache_entries, 1u);
+  EXPECT_EQ(stats.cache_entries, 4u);
+  // The same document again is the identity cache's, before any signer work.
+  std::string token = Sign(Fields("vm-d"));
+  ASSERT_TRUE(auth_->Authenticate(token).ok());
+  ASSERT_TRUE(auth_->Authenticate(token).ok());
+  EXPECT_EQ(auth_->stats().signer_cache_hits, 4u);
+  EXPECT_EQ(auth_->stats().cache_hits, 1u);
+}
+
+TEST_F(SignerCacheTest, RsaSignerIsCachedToo) {
+  signer_ = IssueImdsSigner(root_, "metadata.azure.com", testsupport::KeyType::kRsa2048);
+  ASSERT_TRUE(auth_->Authenticate(Sign(Fields("vm-1"))).ok());
+  AuthResult second = auth_->Authenticate(Sign(Fields("vm-2")));
+  ASSERT_TRUE(second.ok()) << second.error.ToString();
+  EXPECT_EQ(second.identity.vm_id, "vm-2");
+  EXPECT_EQ(auth_->stats().signer_cache_hits, 1u);
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 2u);
+}
+
+TEST_F(SignerCacheTest, ContentAndTimeRefusalsAreTheFullChecks) {
+  AttestedDocumentFields expired = Fields();
+  expired.created_on = now_.load() - hours(7);
+  expired.expires_on = now_.load() - minutes(1);
+  ExpectRefusedAsByTheFullCheck(Sign(expired), IdentityFailure::kExpired, true);
+  AttestedDocumentFields ahead = Fields();
+  ahead.created_on = now_.load() + minutes(6);
+  ahead.expires_on = ahead.created_on + hours(6);
+  ExpectRefusedAsByTheFullCheck(Sign(ahead), IdentityFailure::kExpired, true);
+  nlohmann::json no_vm = Doc();
+  no_vm.erase("vmId");
+  ExpectRefusedAsByTheFullCheck(SignJson(no_vm), IdentityFailure::kBadContent, true);
+  ExpectRefusedAsByTheFullCheck(testsupport::SignAttestedContent("", signer_),
+                                IdentityFailure::kBadContent, true);
+}
+
+TEST_F(SignerCacheTest, FlippedSignatureOrContentIsUntrusted) {
+  std::string der = DerOf(Sign(Fields("vm-aaaa")));
+  std::string signature = der;
+  signature.back() = static_cast<char>(signature.back() ^ 0x01);  // the SignerInfo's signature
+  ExpectRefusedAsByTheFullCheck(Reencode(signature), IdentityFailure::kUntrustedSigner, true);
+
+  std::string content = der;
+  size_t at = content.find("vm-aaaa");
+  ASSERT_NE(at, std::string::npos);
+  content[at + 3] = 'b';
+  ExpectRefusedAsByTheFullCheck(Reencode(content), IdentityFailure::kUntrustedSigner, true);
+
+  // The signed attributes (signing time among them) lie between the SignerInfo's issuer and
+  // its signature: flip a byte of the signing time's digits.
+  std::string attributes = der;
+  size_t utc = attributes.rfind(std::string("\x17\x0d", 2));  // UTCTime, 13 bytes
+  ASSERT_NE(utc, std::string::npos);
+  attributes[utc + 2 + 11] = attributes[utc + 2 + 11] == '0' ? '1' : '0';  // seconds digit
+  ExpectRefusedAsByTheFullCheck(Reencode(attributes), IdentityFailure::kUntrustedSigner, true);
+}
+
+TEST_F(SignerCacheTest, SignerInfoIssuerChangedIsMalformed) {
+  std::string der = DerOf(Sign(Fields()));
+  ossl::X509Ptr cert = ossl::ParseCertPem(signer_.cert_pem);
+  const unsigned char* name = nullptr;
+  size_t name_len = 0;
+  ASSERT_EQ(X509_NAME_get0_der(X509_get_issuer_name(cert.get()), &name, &name_len), 1);
+  size_t at = der.rfind(std::string(reinterpret_cast<const char*>(name), name_len));
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_GT(at, der.find(SignerDer()));  // the SignerInfo's copy, after the certificate
+  std::string cased = der;
+  size_t t = cased.find("test-imds-root", at);
+  ASSERT_NE(t, std::string::npos);
+  cased[t] = 'T';  // the same name to OpenSSL's canonical lookup, not byte for byte
+  ExpectRefusedAsByTheFullCheck(Reencode(cased), IdentityFailure::kMalformed, false);
+  std::string other = der;
+  other[t] = 'x';  // no certificate of the document is named so
+  ExpectRefusedAsByTheFullCheck(Reencode(other), IdentityFailure::kMalformed, false);
+}
+
+TEST_F(SignerCacheTest, CertificateOneByteOffTheCachedOneIsNotTaken) {
+  std::string der = DerOf(Sign(Fields()));
+  std::string cert = SignerDer();
+  size_t at = der.find(cert);
+  ASSERT_NE(at, std::string::npos);
+  std::string signature = der;  // the certificate's own signature, its last byte
+  signature[at + cert.size() - 1] = static_cast<char>(signature[at + cert.size() - 1] ^ 0x01);
+  ExpectRefusedAsByTheFullCheck(Reencode(signature), IdentityFailure::kUntrustedSigner, false);
+  std::string subject = der;
+  size_t cn = subject.find("metadata.azure.com", at);
+  ASSERT_LT(cn, at + cert.size());
+  subject[cn] = 'M';
+  ExpectRefusedAsByTheFullCheck(Reencode(subject), IdentityFailure::kUntrustedSigner, false);
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
+}
+
+TEST_F(SignerCacheTest, ForeignOrMisnamedSignersAreRefusedAndNotCached) {
+  CertAndKey genuine = signer_;
+  TestCa other = TestCa::Create("test-imds-root");  // same name, different key
+  signer_ = IssueImdsSigner(other);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kUntrustedSigner, false);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kUntrustedSigner, false);
+  signer_ = IssueImdsSigner(root_, "metadata.azure.com.evil.example");
+  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kWrongSigner, false);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kWrongSigner, false);
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
+  // A document signed by another key, carrying the cached certificate in place of its own
+  // signer's and naming it in the SignerInfo: the envelope is IMDS's, the signature does not
+  // verify with the cached key.
+  std::string forged = DerOf(Sign(Fields()));
+  signer_ = genuine;
+  const auto* p = reinterpret_cast<const unsigned char*>(forged.data());
+  ossl::Pkcs7Ptr p7(d2i_PKCS7(nullptr, &p, static_cast<long>(forged.size())));
+  ASSERT_NE(p7, nullptr);
+  ossl::X509Ptr cached = ossl::ParseCertPem(signer_.cert_pem);
+  sk_X509_pop_free(p7->d.sign->cert, X509_free);
+  p7->d.sign->cert = nullptr;
+  ASSERT_EQ(PKCS7_add_certificate(p7.get(), cached.get()), 1);
+  // The SignerInfo still names the misnamed signer: no embedded certificate matches.
+  ExpectRefusedAsByTheFullCheck(PkcsToToken(p7.get()), IdentityFailure::kMalformed, false);
+  PKCS7_ISSUER_AND_SERIAL* named =
+      sk_PKCS7_SIGNER_INFO_value(PKCS7_get_signer_info(p7.get()), 0)->issuer_and_serial;
+  ASN1_INTEGER_free(named->serial);
+  named->serial = ASN1_INTEGER_dup(X509_get0_serialNumber(cached.get()));
+  ExpectRefusedAsByTheFullCheck(PkcsToToken(p7.get()), IdentityFailure::kUntrustedSigner, true);
+}
+
+TEST_F(SignerCacheTest, LayoutsTheShortcutDoesNotTakeGoToTheFullCheck) {
+  std::string der = DerOf(Sign(Fields()));
+  ExpectRefusedAsByTheFullCheck(Reencode(der + std::string(1, '\0')), IdentityFailure::kMalformed,
+                                false);
+  ExpectRefusedAsByTheFullCheck(Reencode(der.substr(0, der.size() - 1)),
+                                IdentityFailure::kMalformed, false);
+  ASSERT_EQ(static_cast<unsigned char>(der[1]), 0x82);
+  std::string padded = der.substr(0, 1) + std::string("\x83\x00", 2) + der.substr(2);
+  ExpectRefusedAsByTheFullCheck(Reencode(padded), IdentityFailure::kMalformed, false);
+  // Indefinite length on the outer SEQUENCE: BER, which d2i_PKCS7 reads but is not DER.
+  std::string indefinite =
+      der.substr(0, 1) + std::string("\x80", 1) + der.substr(4) + std::string("\0\0", 2);
+  ExpectRefusedAsByTheFullCheck(Reencode(indefinite), IdentityFailure::kMalformed, false);
+}
+
+TEST_F(SignerCacheTest, SecondCertificateGoesToTheFullCheck) {
+  // A genuine signer with an extra certificate embedded: the full check's answer, whatever it
+  // is, and no shortcut.
+  std::string json = testsupport::AttestedDocumentJson(Fields());
+  ossl::X509Ptr cert = ossl::ParseCertPem(signer_.cert_pem);
+  ossl::PkeyPtr key = ossl::ParseKeyPem(signer_.key_pem);
+  ossl::X509Ptr extra = ossl::ParseCertPem(root_.cert_pem());
+  STACK_OF(X509)* extras = sk_X509_new_null();
+  ASSERT_EQ(sk_X509_push(extras, extra.get()), 1);
+  ossl::BioPtr in(BIO_new_mem_buf(json.data(), static_cast<int>(json.size())));
+  ossl::Pkcs7Ptr p7(PKCS7_sign(cert.get(), key.get(), extras, in.get(), PKCS7_BINARY));
+  sk_X509_free(extras);
+  ASSERT_NE(p7, nullptr);
+  std::string token = PkcsToToken(p7.get());
+  AuthResult full = reference_->Authenticate(token);
+  uint64_t hits = auth_->stats().signer_cache_hits;
+  AuthResult warm = auth_->Authenticate(token);
+  EXPECT_EQ(warm.ok(), full.ok()) << full.error.ToString() << " / " << warm.error.ToString();
+  EXPECT_EQ(warm.failure, full.failure);
+  EXPECT_EQ(warm.error.ToString(), full.error.ToString());
+  EXPECT_EQ(auth_->stats().signer_cache_hits, hits);
+  // PKCS7_sign without NOCERTS: its certificates alone.
+  ossl::Pkcs7Ptr nocerts(
+      PKCS7_sign(cert.get(), key.get(), nullptr,
+                 ossl::BioPtr(BIO_new_mem_buf(json.data(), static_cast<int>(json.size()))).get(),
+                 PKCS7_BINARY | PKCS7_NOCERTS));
+  ASSERT_NE(nocerts, nullptr);
+  ExpectRefusedAsByTheFullCheck(PkcsToToken(nocerts.get()), IdentityFailure::kMalformed, false);
+}
+
+TEST_F(SignerCacheTest, SignerPastItsValidityGoesBackToTheFullCheck) {
+  LeafOptions leaf;
+  leaf.common_name = "metadata.azure.com";
+  leaf.dns_names = {"metadata.azure.com"};
+  leaf.usage = KeyUsage::kNone;
+  leaf.not_after = seconds(2);
+  signer_ = root_.IssueLeaf(leaf);
+  ASSERT_TRUE(auth_->Authenticate(Sign(Fields("vm-1"))).ok());
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 2u);
+  std::string later = Sign(Fields("vm-2"));
+  std::this_thread::sleep_for(seconds(3));
+  ExpectRefusedAsByTheFullCheck(later, IdentityFailure::kUntrustedSigner, false);
+  EXPECT_THAT(auth_->Authenticate(Sign(Fields("vm-3"))).error.message(),
+              HasSubstr("certificate has expired"));
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);  // dropped; the warm one stays
+}
+
+TEST_F(SignerCacheTest, BoundedLeastRecentlyUsedFirst) {
+  AttestedDocumentOptions options = Options();
+  options.signer_cache_entries = 2;
+  auth_ = Make(options);
+  CertAndKey a = IssueImdsSigner(root_), b = IssueImdsSigner(root_), c = IssueImdsSigner(root_);
+  auto sign_with = [this](const CertAndKey& who, const std::string& vm) {
+    return testsupport::SignAttestedContent(testsupport::AttestedDocumentJson(Fields(vm)), who);
+  };
+  ASSERT_TRUE(auth_->Authenticate(sign_with(a, "a1")).ok());
+  ASSERT_TRUE(auth_->Authenticate(sign_with(b, "b1")).ok());
+  ASSERT_TRUE(auth_->Authenticate(sign_with(a, "a2")).ok());  // a is now the most recent
+  ASSERT_TRUE(auth_->Authenticate(sign_with(c, "c1")).ok());  // b goes
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 2u);
+  EXPECT_EQ(auth_->stats().signer_cache_hits, 1u);
+  ASSERT_TRUE(auth_->Authenticate(sign_with(a, "a3")).ok());
+  EXPECT_EQ(auth_->stats().signer_cache_hits, 2u);
+  ASSERT_TRUE(auth_->Authenticate(sign_with(b, "b2")).ok());  // verified in full again
+  EXPECT_EQ(auth_->stats().signer_cache_hits, 2u);
+}
+
+TEST_F(SignerCacheTest, ConcurrentDistinctDocumentsAgree) {
+  constexpr int kThreads = 8, kCalls = 15;
+  std::vector<std::vector<std::string>> tokens(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kCalls; ++i) {
+      tokens[t].push_back(Sign(Fields("vm-" + std::to_string(t) + "-" + std::to_string(i))));
+    }
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        AuthResult result = auth_->Authenticate(tokens[t][i]);
+        if (!result.ok() ||
+            result.identity.vm_id != "vm-" + std::to_string(t) + "-" + std::to_string(i)) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(auth_->stats().signer_cache_hits, uint64_t{kThreads * kCalls});
+}
+
+TEST_F(SignerCacheTest, SplitOffCertificateFindsTheEmbeddedCertificate) {
+  std::string der = DerOf(Sign(Fields()));
+  std::optional<SplitSignedData> split = SplitOffCertificate(der);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->certificate, SignerDer());
+  EXPECT_EQ(split->stripped.size(), der.size() - SignerDer().size() - 4);  // [0] 82 xx xx
+  const auto* p = reinterpret_cast<const unsigned char*>(split->stripped.data());
+  ossl::Pkcs7Ptr p7(d2i_PKCS7(nullptr, &p, static_cast<long>(split->stripped.size())));
+  ASSERT_NE(p7, nullptr);
+  EXPECT_EQ(p7->d.sign->cert, nullptr);  // absent, not an empty SET
+  EXPECT_EQ(sk_PKCS7_SIGNER_INFO_num(PKCS7_get_signer_info(p7.get())), 1);
+
+  EXPECT_FALSE(SplitOffCertificate(der + std::string(1, '\0')).has_value());
+  EXPECT_FALSE(SplitOffCertificate(der.substr(0, der.size() - 1)).has_value());
+  EXPECT_FALSE(SplitOffCertificate("").has_value());
+  EXPECT_FALSE(SplitOffCertificate(std::string("\x30\x80\x00\x00", 4)).has_value());
+  std::string padded = der.substr(0, 1) + std::string("\x83\x00", 2) + der.substr(2);
+  EXPECT_FALSE(SplitOffCertificate(padded).has_value());
+  EXPECT_EQ(ERR_peek_error(), 0ul);
+}
+
+// Not a check: CPU per Authenticate of distinct documents from one signer, the signer cache
+// off and on. IDENTITY_BENCH_DOCS (default 200) documents each; meaningful in a Release
+// build (bench: `service_identity_test --gtest_filter='*CpuPerDocument*'`).
+TEST_F(SignerCacheTest, CpuPerDocument) {
+  int n = 200;
+  if (const char* env = std::getenv("IDENTITY_BENCH_DOCS")) n = std::max(1, std::atoi(env));
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 2 * n; ++i) tokens.push_back(Sign(Fields("vm-" + std::to_string(i))));
+  auto cpu_now = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+  };
+  auto run = [&](Authenticator& auth, int from) {
+    double start = cpu_now();
+    for (int i = from; i < from + n; ++i) EXPECT_TRUE(auth.Authenticate(tokens[i]).ok());
+    return (cpu_now() - start) / n;
+  };
+  double cold = run(*reference_, 0);
+  double warm = run(*auth_, n);
+  std::printf(
+      "[ bench    ] %d distinct documents each: full check %.1f us CPU per call, "
+      "cached signer %.1f us (%.2fx)\n",
+      n, cold, warm, warm > 0 ? cold / warm : 0.0);
+  EXPECT_EQ(auth_->stats().signer_cache_hits, static_cast<uint64_t>(n));
 }
 
 TEST(InsecureAuthenticatorTest, AcceptsAnyNonEmptyToken) {
