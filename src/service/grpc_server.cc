@@ -419,12 +419,12 @@ void GrpcServer::Impl::Loop::Handshake(Connection* conn) {
 }
 
 void GrpcServer::Impl::Loop::StartSession(Connection* conn) {
-  H2SessionOptions options;
-  options.limits = server_->options.limits;
-  options.handler = conn->listener->handler;
-  options.events = server_->options.events;
-  options.kept_metadata = server_->options.kept_metadata;
-  conn->session = std::make_unique<H2Session>(options, conn->peer, SteadyClock::now());
+  H2SessionOptions session_options;
+  session_options.limits = server_->options.limits;
+  session_options.handler = conn->listener->handler;
+  session_options.events = server_->options.events;
+  session_options.kept_metadata = server_->options.kept_metadata;
+  conn->session = std::make_unique<H2Session>(session_options, conn->peer, SteadyClock::now());
   if (draining_ && !conn->listener->open_while_draining) conn->session->Shutdown();
   uint64_t id = conn->id;
   Flush(conn);

@@ -1,14 +1,20 @@
 // The service's attested-document verifier (service/node_identity.h): the `authorization`
-// metadata any TLS client can send. Two ways in, chosen by the first byte:
+// metadata any TLS client can send. Three ways in, chosen by the first byte:
 //  - even: the rest is the token as sent: size cap, strict base64, DER PKCS#7, PKCS7_verify
 //    against the roots, the signer's name, through the cache;
-//  - odd: the rest is the document's JSON content, signed here by a signer the roots trust, so
-//    that the content parser, the timestamps and the expiry checks are reached (a fuzzer
-//    cannot forge a signature).
+//  - 1 mod 4: the rest is the document's JSON content, signed here by a signer the roots
+//    trust, so that the content parser, the timestamps and the expiry checks are reached (a
+//    fuzzer cannot forge a signature);
+//  - 3 mod 4: a genuine document of that signer (fixed content, valid at the fuzz clock) with
+//    the rest as edits to its DER: each 3 bytes (offset high, offset low, XOR mask) flip bits
+//    at offset modulo the size; 1 or 2 bytes left over are appended. This reaches the signer
+//    cache's layout walk and the envelope checks with the cached certificate embedded.
 //
 // Properties: an accepted identity has a vmId and a subscriptionId and is not expired at the
 // authenticator's clock; asking twice (the second answer from the cache) gives the same
-// answer; a refusal's message never echoes the token.
+// answer; a refusal's message never echoes the token; and a fresh authenticator (the full
+// check, nothing cached) and the long-lived one whose signer cache holds the signer give the
+// same answer, the same failure and the same identity.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/base64.h"
 #include "fuzz_util.h"
 #include "imds_standin.h"
 #include "service/node_identity.h"
@@ -33,17 +40,31 @@ Clock::time_point FuzzNow() {
   return Clock::from_time_t(1796216400);  // 2026-12-02T12:00:00Z
 }
 
+AttestedDocumentOptions Options(const testsupport::TestCa& ca) {
+  AttestedDocumentOptions options;
+  options.trust_roots_pem = ca.cert_pem();
+  options.clock = FuzzNow;
+  options.cache_entries = 256;  // small: eviction is exercised too, memory stays flat
+  return options;
+}
+
 struct World {
   testsupport::TestCa ca = testsupport::TestCa::Create("fuzz-imds-root");
   testsupport::CertAndKey signer = testsupport::IssueImdsSigner(ca);
-  std::unique_ptr<Authenticator> auth;
+  std::unique_ptr<Authenticator> auth;  // long-lived: its signer cache holds `signer`
+  std::string genuine_der;              // a document of `signer`, valid at FuzzNow
 
   World() {
-    AttestedDocumentOptions options;
-    options.trust_roots_pem = ca.cert_pem();
-    options.clock = FuzzNow;
-    options.cache_entries = 256;  // small: eviction is exercised too, memory stays flat
-    auth = NewAttestedDocumentAuthenticator(std::move(options)).value();
+    auth = NewAttestedDocumentAuthenticator(Options(ca)).value();
+    const std::string json = R"({"vmId":"fuzz-vm","subscriptionId":"fuzz-sub","sku":"fuzz",)"
+                             R"("timeStamp":{"createdOn":"12/02/26 09:00:00 -0000",)"
+                             R"("expiresOn":"12/02/26 15:00:00 -0000"}})";
+    std::string token = testsupport::SignAttestedContent(json, signer);
+    genuine_der = DecodeStdBase64(token).value();
+    // Warm: the signer certificate is cached from here on (nothing the fuzzer sends can
+    // evict it: only certificates that chain to `ca` are cached).
+    FUZZ_CHECK(auth->Authenticate(token).ok());
+    FUZZ_CHECK(auth->stats().signer_cache_entries == 1);
   }
 };
 
@@ -74,6 +95,37 @@ void CheckAnswer(Authenticator& auth, const std::string& token) {
   }
 }
 
+// The full check's answer (a fresh authenticator: nothing cached) against the warm one's.
+void CheckSameAsFullCheck(const std::string& token) {
+  World& world = TheWorld();
+  std::unique_ptr<Authenticator> cold = NewAttestedDocumentAuthenticator(Options(world.ca)).value();
+  AuthResult full = cold->Authenticate(token);
+  FUZZ_CHECK(cold->stats().signer_cache_hits == 0);
+  AuthResult warm = world.auth->Authenticate(token);
+  FUZZ_CHECK(full.ok() == warm.ok());
+  if (full.ok()) {
+    FUZZ_CHECK(warm.identity.vm_id == full.identity.vm_id);
+    FUZZ_CHECK(warm.identity.subscription_id == full.identity.subscription_id);
+    FUZZ_CHECK(warm.identity.sku == full.identity.sku);
+    FUZZ_CHECK(warm.identity.expires_at == full.identity.expires_at);
+  } else {
+    FUZZ_CHECK(warm.failure == full.failure);
+  }
+}
+
+// The genuine document with the fuzzer's edits (see the header).
+std::string EditedGenuine(std::string_view edits) {
+  std::string der = TheWorld().genuine_der;
+  size_t i = 0;
+  for (; i + 3 <= edits.size(); i += 3) {
+    size_t offset =
+        (static_cast<unsigned char>(edits[i]) << 8) | static_cast<unsigned char>(edits[i + 1]);
+    der[offset % der.size()] = static_cast<char>(der[offset % der.size()] ^ edits[i + 2]);
+  }
+  der.append(edits.substr(i));
+  return EncodeStdBase64(der);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -81,12 +133,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   World& world = TheWorld();
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
 
+  std::string token;
   if ((data[0] & 1) == 0) {
-    CheckAnswer(*world.auth, std::string(rest));
+    token = std::string(rest);
     VerifySignedDocument(rest, world.ca.cert_pem(), "metadata.azure.com");
     ParseImdsTimestamp(rest);
+  } else if ((data[0] & 2) == 0) {
+    token = testsupport::SignAttestedContent(rest, world.signer);
   } else {
-    CheckAnswer(*world.auth, testsupport::SignAttestedContent(rest, world.signer));
+    token = EditedGenuine(rest);
   }
+  CheckSameAsFullCheck(token);
+  CheckAnswer(*world.auth, token);
   return 0;
 }
