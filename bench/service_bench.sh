@@ -184,34 +184,15 @@ for label in "${labels[@]}"; do
 done
 
 # ---------------------------------------------------------------------------------------
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 declare -A rss_idle rss_conns
 log "memory: VmRSS idle, then with $idle_conns idle TLS connections (direct, no proxy)"
 for label in "${labels[@]}"; do
-  sleep 1
-  rss_idle[$label]=$(rss_kb "${pid_of[$label]}")
-  fifo=$work/idle-$label.fifo
-  mkfifo "$fifo"
-  "$benchclient" idle --addr "127.0.0.1:${port_of[$label]}" --conns "$idle_conns" \
-    <"$fifo" >"$work/idle-$label.out" 2>&1 &
-  idle_pid=$!
-  exec {idle_fd}>"$fifo"
-  for _ in $(seq 1200); do
-    grep -q '^open' "$work/idle-$label.out" && break
-    kill -0 "$idle_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  grep -q "^open $idle_conns" "$work/idle-$label.out" ||
-    { cat "$work/idle-$label.out" >&2; die "$label: could not open $idle_conns connections"; }
-  sleep 3
-  rss_conns[$label]=$(rss_kb "${pid_of[$label]}")
-  established=$(ss -Htn state established "( sport = :${port_of[$label]} )" | wc -l)
+  stack_idle_rss "$benchclient" "${pid_of[$label]}" "${port_of[$label]}" "$idle_conns" "$work" \
+    "$label" || die "$label: could not open $idle_conns connections"
+  rss_idle[$label]=$idle_rss_kb
+  rss_conns[$label]=$held_rss_kb
   echo "$label: VmRSS idle ${rss_idle[$label]} kB, with $idle_conns connections" \
-       "${rss_conns[$label]} kB ($established established)" >&2
-  exec {idle_fd}>&-
-  wait "$idle_pid" 2>/dev/null || true
-  idle_pid=''
-  rm -f "$fifo"
+       "${rss_conns[$label]} kB ($held_established established)" >&2
 done
 
 # ---------------------------------------------------------------------------------------

@@ -55,3 +55,32 @@ stack_fetch_token() {
   sed -n 's/.*"signature" *: *"\([^"]*\)".*/\1/p' "$2/attested.json" | tr -d '\n' >"$2/token"
   [[ -s $2/token ]] || die "no signature in $(<"$2/attested.json")"
 }
+
+# VmRSS of process PID idle, then with N idle TLS+HTTP/2 connections (`benchclient idle`:
+# handshake with ALPN h2, preface and SETTINGS, no call) to 127.0.0.1:PORT, held 3 s.
+#   stack_idle_rss BENCHCLIENT PID PORT N WORKDIR LABEL
+# Sets idle_rss_kb, held_rss_kb and held_established (connections `ss` sees at PORT);
+# idle_pid is the holder's pid while it runs (for the caller's clean-up trap).
+stack_idle_rss() {
+  local benchclient=$1 pid=$2 port=$3 n=$4 work=$5 label=$6
+  local fifo=$work/idle-$label.fifo out=$work/idle-$label.out fd
+  sleep 1
+  idle_rss_kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
+  mkfifo "$fifo"
+  "$benchclient" idle --addr "127.0.0.1:$port" --conns "$n" <"$fifo" >"$out" 2>&1 &
+  idle_pid=$!
+  exec {fd}>"$fifo"
+  for _ in $(seq 1200); do
+    grep -q '^open' "$out" && break
+    kill -0 "$idle_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q "^open $n" "$out" || { cat "$out" >&2; echo "$label: could not open $n connections" >&2; return 1; }
+  sleep 3
+  held_rss_kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
+  held_established=$(ss -Htn state established "( sport = :$port )" | wc -l)
+  exec {fd}>&-
+  wait "$idle_pid" 2>/dev/null || true
+  idle_pid=''
+  rm -f "$fifo"
+}
