@@ -25,13 +25,13 @@
 #include <string.h>
 #include <time.h>
 
-static void die(const char *what) {
+static void die(const char* what) {
   fprintf(stderr, "mint_tokens: %s\n", what);
   ERR_print_errors_fp(stderr);
   exit(1);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc < 4 || argc > 5) {
     fprintf(stderr, "usage: mint_tokens SIGNER_CERT_PEM SIGNER_KEY_PEM N [RUN_TAG]\n");
     return 2;
@@ -40,14 +40,14 @@ int main(int argc, char **argv) {
   if (n <= 0 || n > 10000000) die("N must be 1..10000000");
   unsigned long tag = argc == 5 ? strtoul(argv[4], NULL, 0) : (unsigned long)time(NULL);
 
-  FILE *f = fopen(argv[1], "r");
+  FILE* f = fopen(argv[1], "r");
   if (f == NULL) die("cannot open the signer certificate");
-  X509 *cert = PEM_read_X509(f, NULL, NULL, NULL);
+  X509* cert = PEM_read_X509(f, NULL, NULL, NULL);
   fclose(f);
   if (cert == NULL) die("no PEM certificate in the signer file");
   f = fopen(argv[2], "r");
   if (f == NULL) die("cannot open the signer key");
-  EVP_PKEY *key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+  EVP_PKEY* key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
   fclose(f);
   if (key == NULL) die("no PEM key in the signer key file");
 
@@ -72,14 +72,14 @@ int main(int argc, char **argv) {
                        "\"vmId\":\"%08lx-b007-4000-8000-%012lx\"}",
                        i, created, expires, tag & 0xffffffffUL, (unsigned long)i);
     if (len <= 0 || len >= (int)sizeof doc) die("document too long");
-    BIO *in = BIO_new_mem_buf(doc, len);
-    PKCS7 *p7 = in == NULL ? NULL : PKCS7_sign(cert, key, NULL, in, PKCS7_BINARY);
+    BIO* in = BIO_new_mem_buf(doc, len);
+    PKCS7* p7 = in == NULL ? NULL : PKCS7_sign(cert, key, NULL, in, PKCS7_BINARY);
     if (p7 == NULL) die("PKCS7_sign");
-    unsigned char *der = NULL;
+    unsigned char* der = NULL;
     int der_len = i2d_PKCS7(p7, &der);
     if (der_len <= 0) die("i2d_PKCS7");
     if ((size_t)(4 * ((der_len + 2) / 3) + 2) > sizeof out) die("token too large");
-    int b64 = EVP_EncodeBlock((unsigned char *)out, der, der_len);  // no line breaks
+    int b64 = EVP_EncodeBlock((unsigned char*)out, der, der_len);  // no line breaks
     out[b64] = '\n';
     if (fwrite(out, 1, (size_t)b64 + 1, stdout) != (size_t)b64 + 1) die("write");
     OPENSSL_free(der);

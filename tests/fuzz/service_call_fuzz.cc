@@ -2,8 +2,9 @@
 // whole decision GetComponentConfig makes (authenticate, allow-list, rate limit, the
 // component-name check, the store lookup) from what a call carried, which is all a caller
 // controls. Handle() around it only parses the request and copies the decision out (the
-// transport is fuzzed by h2_server_session_fuzz.cc). Also the pure pieces: IsValidComponentName, ValidateComponentConfig (store files) and
-// the access log's JSON line with the caller's strings in it.
+// transport is fuzzed by h2_server_session_fuzz.cc). Also the pure pieces: IsValidComponentName,
+// ValidateComponentConfig (store files) and the access log's JSON line with the caller's strings in
+// it.
 //
 // Input: fields separated by NUL bytes: the component name, then zero or more authorization
 // values (in development mode, so a token gets through to the name check).
