@@ -106,19 +106,9 @@ out=$root/bench/out/node-boot
 work=$out/work
 rm -rf "$out" && mkdir -p "$work/etc/components" "$work/pki"
 
-pids=() idle_pid='' idle_fd=''
-cleanup() {
-  local p
-  [[ -n $idle_pid ]] && kill "$idle_pid" 2>/dev/null
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
-die() { echo "node_boot_bench: $*" >&2; exit 1; }
+# pids, idle_pid, the clean-up on exit and log() come from the stack's prologue.
 source bench/lib/stack.sh
+die() { echo "node_boot_bench: $*" >&2; exit 1; }
 stack_ports_free "$base" $((base + 7)) BENCH_BOOT_PORT_BASE
 stack_raise_fds $((idle_conns + parallel + 1000))
 

@@ -68,19 +68,9 @@ out=$root/bench/out/service
 work=$out/work
 rm -rf "$out" && mkdir -p "$work/etc/components" "$work/node/events"
 
-pids=() idle_pid='' idle_fd=''
-cleanup() {
-  local p
-  [[ -n $idle_pid ]] && kill "$idle_pid" 2>/dev/null
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
-die() { echo "service_bench: $*" >&2; exit 1; }
+# pids, idle_pid, the clean-up on exit and log() come from the stack's prologue.
 source bench/lib/stack.sh
+die() { echo "service_bench: $*" >&2; exit 1; }
 wait_port() { stack_wait_port "$1" "$work"; }
 stack_ports_free "$base" $((base + 7)) BENCH_SVC_PORT_BASE
 stack_raise_fds $((idle_conns + 1000))

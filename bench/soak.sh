@@ -46,18 +46,9 @@ out=$root/bench/out/soak
 work=$out/work
 rm -rf "$out" && mkdir -p "$work/etc/components"
 
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
-die() { echo "soak: FAIL: $*" >&2; exit 1; }
+# pids, idle_pid, the clean-up on exit and log() come from the stack's prologue.
 source bench/lib/stack.sh
+die() { echo "soak: FAIL: $*" >&2; exit 1; }
 stack_ports_free "$base" $((base + 5)) SOAK_PORT_BASE
 # connhold's sockets, and twice as many in HAProxy (client and server side of each).
 stack_raise_fds $((3 * (n_idle + n_silent + n_slow + n_hello) + 2000))

@@ -1,7 +1,19 @@
 # shellcheck shell=bash
-# The service stack's start-up, shared by bench/service_bench.sh and bench/soak.sh (sourced).
-# Every function that starts a process appends its PID to the caller's `pids` array, which the
-# caller's EXIT trap kills; failures go through the caller's `die`.
+# The service stack's start-up, shared by bench/service_bench.sh, bench/node_boot_bench.sh and
+# bench/soak.sh (sourced). Every function that starts a process appends its PID to `pids`,
+# which the EXIT trap set here kills (with `idle_pid`, stack_idle_rss's holder, if running);
+# failures go through the caller's `die`.
+
+pids=() idle_pid=''
+stack_cleanup() {
+  local p
+  [[ -n $idle_pid ]] && kill "$idle_pid" 2>/dev/null
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap stack_cleanup EXIT
+trap 'exit 130' INT TERM
+log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
 # stack_wait_port PORT [LOGDIR]: until something listens on 127.0.0.1:PORT (10 s).
 stack_wait_port() {
