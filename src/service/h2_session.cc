@@ -36,7 +36,7 @@ nghttp2_nv Header(std::string_view name, std::string_view value) {
 struct H2Session::Stream {
   int32_t id = 0;
   // The request's headers that matter, each bounded by the header list limit.
-  std::string method, path, authority, content_type, te, grpc_encoding, grpc_timeout;
+  std::string method, path, authority, content_type, grpc_encoding, grpc_timeout;
   std::vector<std::pair<std::string, std::string>> metadata;
   uint64_t header_bytes = 0;
   bool headers_too_large = false;
@@ -143,8 +143,6 @@ struct H2Callbacks {
       stream->authority = val;
     } else if (key == "content-type") {
       stream->content_type = val;
-    } else if (key == "te") {
-      stream->te = val;
     } else if (key == "grpc-encoding") {
       stream->grpc_encoding = val;
     } else if (key == "grpc-timeout") {
@@ -369,10 +367,6 @@ void H2Session::TakeOutput(std::string* out, size_t max_bytes) {
     out->append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
     taken += static_cast<size_t>(n);
   }
-}
-
-bool H2Session::HasOutput() const {
-  return session_ != nullptr && nghttp2_session_want_write(session_) != 0;
 }
 
 bool H2Session::Finished() const {

@@ -124,7 +124,6 @@ class H2Session {
 
   // Appends up to max_bytes of pending output to out.
   void TakeOutput(std::string* out, size_t max_bytes);
-  bool HasOutput() const;
 
   // Runs what is due at now: delayed replies, request and idle timeouts.
   void OnTimer(SteadyClock::time_point now);

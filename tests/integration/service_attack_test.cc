@@ -70,14 +70,6 @@ constexpr long kRssAbortKb = 256 * 1024;
 constexpr milliseconds kStallTimeout{500};
 constexpr milliseconds kOpenTimeout{2000};
 
-long RssKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;  // gone, or a zombie (no VmRSS line)
-}
-
 long MaxOpenFiles(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
   for (std::string line; std::getline(in, line);) {
@@ -863,11 +855,7 @@ struct CaseResult {
 class ServiceAttackTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // Under ASan freed memory sits in a 256 MiB quarantine that would read as growth; a small
-    // one keeps the RSS bound about what the service holds (inherited by the service).
-    const char* asan = std::getenv("ASAN_OPTIONS");
-    std::string options = asan ? std::string(asan) + ":" : std::string();
-    setenv("ASAN_OPTIONS", (options + "quarantine_size_mb=16").c_str(), 1);
+    LimitAsanQuarantine();
     net::IgnoreSigpipe();  // OpenSSL writes to sockets the service may have reset
     files_ = new ServiceFiles();
     files_->WriteComponent(kAksNodeControllerComponent, kServedMap);

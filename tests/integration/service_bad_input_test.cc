@@ -37,14 +37,6 @@ constexpr char kMethod[] = "/akslivepatching.v1.LivePatchingService/GetComponent
 // ordinary noise (and ASan's quarantine, capped below).
 constexpr long kRssGrowthBoundKb = 50 * 1024;
 
-long RssKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
-
 std::string PemToDer(const std::string& pem) {
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
   X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
@@ -127,13 +119,7 @@ bool TlsThenBytesAreClosed(uint16_t port, const std::string& after, std::string*
 
 class ServiceBadInputTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    // Under ASan the service's freed memory sits in a 256 MiB quarantine, which would read
-    // as growth; a small one keeps RSS meaningful (no effect on a build without ASan).
-    const char* asan = std::getenv("ASAN_OPTIONS");
-    std::string options = asan ? std::string(asan) + ":" : std::string();
-    setenv("ASAN_OPTIONS", (options + "quarantine_size_mb=16").c_str(), 1);
-  }
+  static void SetUpTestSuite() { LimitAsanQuarantine(); }
 
   ServiceBadInputTest() {
     files_.WriteComponent(kAksNodeControllerComponent, kServedMap);
