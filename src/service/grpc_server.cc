@@ -426,11 +426,10 @@ void GrpcServer::Impl::Loop::StartSession(Connection* conn) {
   session_options.kept_metadata = server_->options.kept_metadata;
   conn->session = std::make_unique<H2Session>(session_options, conn->peer, SteadyClock::now());
   if (draining_ && !conn->listener->open_while_draining) conn->session->Shutdown();
-  uint64_t id = conn->id;
-  Flush(conn);
-  // TLS 1.3 clients send their preface with the handshake's last flight: it may already sit
-  // in OpenSSL's buffer, where epoll cannot see it.
-  if (connections_.count(id) != 0) ReadSome(conn);
+  // TLS 1.3 clients send their preface, and often the call, with the handshake's last flight:
+  // it may already sit in OpenSSL's buffer, where epoll cannot see it. Reading it first lets
+  // our SETTINGS leave in the same record and segment as the answer.
+  ReadSome(conn);
 }
 
 void GrpcServer::Impl::Loop::ReadSome(Connection* conn) {
@@ -546,7 +545,8 @@ void GrpcServer::Impl::Loop::Close(Connection* conn) {
   server_->Report(TransportEvent::kClosed, conn->peer);
   server_->peer_counts[conn->peer_bucket].fetch_sub(1);
   server_->connections.fetch_sub(1);
-  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, conn->fd.get(), nullptr);
+  // No EPOLL_CTL_DEL: the descriptor is never duplicated, so closing it removes it from the
+  // epoll set (epoll(7), "Will closing a file descriptor cause it to be removed").
   if (!conn->listener->open_while_draining) --draining_connections_;
   connections_.erase(conn->id);  // SSL_free, then close
 }
