@@ -37,20 +37,6 @@ constexpr size_t kMaxQuotedChars = 64;
 bool IsAsciiAlpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
-bool AllDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), IsAsciiDigit);
-}
-
-// YYYYMM.DD
-bool IsHotfixBase(std::string_view s) {
-  return s.size() == 9 && AllDigits(s.substr(0, 6)) && s[6] == '.' && AllDigits(s.substr(7));
-}
-
-// YYYYMM.DD.PATCH
-bool IsHotfixVersion(std::string_view s) {
-  return s.size() > 10 && IsHotfixBase(s.substr(0, 9)) && s[9] == '.' && AllDigits(s.substr(10));
-}
-
 // A JSON-quoted, shortened copy of a value for an error message: the text comes from a file
 // an operator will look for, and must not flood the log.
 std::string QuoteJson(const json& value) {
@@ -100,47 +86,35 @@ Status ParseJson(std::string_view text, json* out) {
   return Status::Ok();
 }
 
-Status ValidateHotfixEntry(const std::string& key, const json& value) {
-  const std::string where = "hotfixes[" + Quote(key) + "]";
-  if (!IsHotfixBase(key)) return Status::InvalidArgument(where + ": key is not YYYYMM.DD");
-  if (!value.is_string()) {
-    return Status::InvalidArgument(where + ": value " + QuoteJson(value) + " is " +
-                                   TypeName(value) + ", not a string");
-  }
-  const std::string& version = value.get_ref<const std::string&>();
-  if (!IsHotfixVersion(version)) {
-    return Status::InvalidArgument(where + ": value " + QuoteJson(value) +
-                                   " is not YYYYMM.DD.PATCH");
-  }
-  // download-hotfix installs a version only on a node of its base.
-  if (version.compare(0, key.size(), key) != 0) {
-    return Status::InvalidArgument(where + ": value " + QuoteJson(value) + " is for base " +
-                                   Quote(version.substr(0, 9)) + ", not " + Quote(key));
-  }
-  return Status::Ok();
-}
-
-Status ValidateAksNodeController(const json& root) {
+// The hotfixes shape: `hotfixes` (required unless there are rollouts) and `rollouts`.
+Status ParseHotfixShape(const json& root, ComponentConfig* out) {
   for (const auto& [key, value] : root.items()) {
-    if (key != "hotfixes") {
+    if (key != "hotfixes" && key != "rollouts") {
       return Status::InvalidArgument("top-level key " + Quote(key) +
-                                     " is not allowed (only \"hotfixes\")");
+                                     " is not allowed (only \"hotfixes\" and \"rollouts\")");
     }
   }
+  auto rollouts = root.find("rollouts");
   auto hotfixes = root.find("hotfixes");
-  if (hotfixes == root.end()) return Status::InvalidArgument("missing \"hotfixes\"");
-  if (!hotfixes->is_object()) {
-    return Status::InvalidArgument(std::string("hotfixes is ") + TypeName(*hotfixes) +
-                                   ", not an object");
+  if (hotfixes == root.end() && rollouts == root.end()) {
+    return Status::InvalidArgument("missing \"hotfixes\"");
   }
-  for (const auto& [key, value] : hotfixes->items()) {
-    Status st = ValidateHotfixEntry(key, value);
-    if (!st.ok()) return st;
+  out->hotfixes.emplace();
+  if (hotfixes != root.end()) {
+    auto parsed = ParseHotfixMap(*hotfixes, "hotfixes");
+    if (!parsed.ok()) return parsed.status();
+    out->hotfixes = std::move(parsed).value();
+  }
+  if (rollouts != root.end()) {
+    auto parsed = ParseRollouts(*rollouts);
+    if (!parsed.ok()) return parsed.status();
+    out->has_rollouts = true;
+    out->rollouts = std::move(parsed).value();
   }
   return Status::Ok();
 }
 
-Status CheckComponentConfig(std::string_view component, std::string_view text) {
+StatusOr<ComponentConfig> CheckComponentConfig(std::string_view component, std::string_view text) {
   json root;
   Status st = ParseJson(text, &root);
   if (!st.ok()) return st;
@@ -148,8 +122,13 @@ Status CheckComponentConfig(std::string_view component, std::string_view text) {
     return Status::InvalidArgument(std::string("top level is ") + TypeName(root) +
                                    ", not an object");
   }
-  if (component == kAksNodeController) return ValidateAksNodeController(root);
-  return Status::Ok();
+  ComponentConfig config;
+  config.text = std::string(text);
+  if (component == kAksNodeController || root.contains("rollouts")) {
+    st = ParseHotfixShape(root, &config);
+    if (!st.ok()) return st;
+  }
+  return config;
 }
 
 // The component a folder entry holds: nullopt for entries that are not ours at all.
@@ -162,21 +141,14 @@ std::optional<std::string> ComponentOfEntry(std::string_view name) {
   return std::string(name.substr(0, name.size() - kJsonSuffix.size()));
 }
 
-// What one pass over the folder found.
-struct FolderScan {
-  std::map<std::string, std::string> valid;     // component -> JSON text
-  std::set<std::string> refused;                // components whose file was refused
-  std::map<std::string, std::string> rejected;  // file name -> why
-};
-
 enum class EntryResult { kValid, kRefused, kGone };
 
 // Reads and validates one `<component>.json`, following symlinks. A file that vanished
 // since readdir (a ConfigMap key removed, its symlink left dangling for a moment) is gone,
 // not refused.
-EntryResult LoadEntry(const DirectoryStoreOptions& options, const std::string& file,
-                      const std::string& component, std::string* text, std::string* why) {
-  const std::string path = options.dir + "/" + file;
+EntryResult LoadEntry(const std::string& dir, size_t max_file_bytes, const std::string& file,
+                      const std::string& component, ComponentConfig* config, std::string* why) {
+  const std::string path = dir + "/" + file;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return EntryResult::kGone;
@@ -188,32 +160,34 @@ EntryResult LoadEntry(const DirectoryStoreOptions& options, const std::string& f
     *why = path + ": not a regular file";
     return EntryResult::kRefused;
   }
-  StatusOr<std::string> read = ReadFileToString(path, options.max_file_bytes);
+  StatusOr<std::string> read = ReadFileToString(path, max_file_bytes);
   if (!read.ok()) {
     if (read.status().IsNotFound()) return EntryResult::kGone;
     *why = read.status().message();
     return EntryResult::kRefused;
   }
-  Status valid = ValidateComponentConfig(component, *read);
-  if (!valid.ok()) {
-    *why = valid.message();
+  StatusOr<ComponentConfig> parsed = ParseComponentConfig(component, *read);
+  if (!parsed.ok()) {
+    *why = parsed.status().message();
     return EntryResult::kRefused;
   }
-  *text = std::move(read).value();
+  *config = std::move(parsed).value();
   return EntryResult::kValid;
 }
 
-void ScanEntry(const DirectoryStoreOptions& options, const std::string& file, FolderScan* scan) {
+void ScanEntry(const std::string& dir, size_t max_file_bytes, const std::string& file,
+               FolderLoad* scan) {
   std::optional<std::string> component = ComponentOfEntry(file);
   if (!component) return;
   if (!IsValidComponentName(*component)) {
     scan->rejected[file] = file + ": " + Quote(*component) + " is not a valid component name";
     return;
   }
-  std::string text, why;
-  switch (LoadEntry(options, file, *component, &text, &why)) {
+  ComponentConfig config;
+  std::string why;
+  switch (LoadEntry(dir, max_file_bytes, file, *component, &config, &why)) {
     case EntryResult::kValid:
-      scan->valid[*component] = std::move(text);
+      scan->valid[*component] = std::make_shared<const ComponentConfig>(std::move(config));
       break;
     case EntryResult::kRefused:
       scan->refused.insert(*component);
@@ -226,11 +200,11 @@ void ScanEntry(const DirectoryStoreOptions& options, const std::string& file, Fo
 
 // Lists and loads the folder. Any listing error fails the whole scan: a partial listing
 // would read as "those components were removed".
-StatusOr<FolderScan> ScanFolder(const DirectoryStoreOptions& options) {
-  if (options.dir.empty()) return Status::InvalidArgument("component folder not set");
-  DIR* dir = ::opendir(options.dir.c_str());
+StatusOr<FolderLoad> ScanFolder(const std::string& dir_path, size_t max_file_bytes) {
+  if (dir_path.empty()) return Status::InvalidArgument("component folder not set");
+  DIR* dir = ::opendir(dir_path.c_str());
   if (dir == nullptr) {
-    return Status::FromErrno("reading component folder " + options.dir, errno);
+    return Status::FromErrno("reading component folder " + dir_path, errno);
   }
   std::vector<std::string> names;
   int err = 0;
@@ -244,11 +218,20 @@ StatusOr<FolderScan> ScanFolder(const DirectoryStoreOptions& options) {
     names.emplace_back(entry->d_name);
   }
   ::closedir(dir);
-  if (err != 0) return Status::FromErrno("reading component folder " + options.dir, err);
+  if (err != 0) return Status::FromErrno("reading component folder " + dir_path, err);
 
-  FolderScan scan;
-  for (const std::string& name : names) ScanEntry(options, name, &scan);
+  FolderLoad scan;
+  for (const std::string& name : names) ScanEntry(dir_path, max_file_bytes, name, &scan);
   return scan;
+}
+
+using ComponentMap = std::map<std::string, std::shared_ptr<const ComponentConfig>>;
+
+// Whether two loads found the same files: only then is the generation kept.
+bool SameTexts(const ComponentMap& a, const ComponentMap& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second->text == y.second->text;
+  });
 }
 
 }  // namespace
@@ -260,9 +243,29 @@ bool IsValidComponentName(std::string_view name) {
   });
 }
 
+StatusOr<ComponentConfig> ParseComponentConfig(std::string_view component,
+                                               std::string_view json_text) {
+  StatusOr<ComponentConfig> config = CheckComponentConfig(component, json_text);
+  if (!config.ok()) {
+    return config.status().Annotate(std::string(component) + std::string(kJsonSuffix));
+  }
+  return config;
+}
+
+StatusOr<FolderLoad> LoadComponentFolder(const std::string& dir, size_t max_file_bytes) {
+  return ScanFolder(dir, max_file_bytes);
+}
+
 Status ValidateComponentConfig(std::string_view component, std::string_view json_text) {
-  return CheckComponentConfig(component, json_text)
-      .Annotate(std::string(component) + std::string(kJsonSuffix));
+  return ParseComponentConfig(component, json_text).status();
+}
+
+std::string ComponentConfig::ServedTo(const RolloutNode& node, RolloutTime now,
+                                      std::vector<size_t>* applied) const {
+  if (!has_rollouts) return text;
+  RolloutAnswer answer = AnswerFor(*hotfixes, rollouts, node, now);
+  if (applied != nullptr) *applied = std::move(answer.applied);
+  return ServedHotfixesJson(answer.hotfixes);
 }
 
 struct DirectoryStore::Impl {
@@ -314,23 +317,23 @@ ReloadReport DirectoryStore::Impl::Reload() {
   ReloadReport report;
   std::shared_ptr<const StoreSnapshot> old = Current();
   report.generation = old ? old->generation : 0;
-  StatusOr<FolderScan> scan = ScanFolder(options);
+  StatusOr<FolderLoad> scan = ScanFolder(options.dir, options.max_file_bytes);
   if (!scan.ok()) {
     // Keep serving what we have: a vanished or unreadable folder is an operator's problem
     // to fix, not a reason to answer every node "no hotfixes".
     report.error = scan.status();
   } else {
-    std::map<std::string, std::string> config = std::move(scan->valid);
+    auto components = std::move(scan->valid);
     for (const std::string& component : scan->refused) {
       if (!old) break;
-      auto last_good = old->config.find(component);
-      if (last_good != old->config.end()) config.insert(*last_good);
+      auto last_good = old->components.find(component);
+      if (last_good != old->components.end()) components.insert(*last_good);
     }
     report.rejected = std::move(scan->rejected);
-    if (!old || old->config != config) {
+    if (!old || !SameTexts(old->components, components)) {
       auto next = std::make_shared<StoreSnapshot>();
       next->generation = report.generation + 1;
-      next->config = std::move(config);
+      next->components = std::move(components);
       next->loaded_at = std::chrono::system_clock::now();
       SetCurrent(std::move(next));
       report.swapped = true;

@@ -9,10 +9,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
+#include "service/rollout.h"
 
 namespace hotfix {
 class Logger;
@@ -20,9 +23,25 @@ class Logger;
 
 namespace hotfix::service {
 
+// One component's file, validated.
+struct ComponentConfig {
+  std::string text;  // the file as read: what a node is served when it has no rollouts
+  // The file has a `rollouts` list: each node is served ServedHotfixesJson() of its answer
+  // (docs/ROLLOUTS.md), never `text`.
+  bool has_rollouts = false;
+  // The top-level hotfixes map, for files of the hotfixes shape (aksNodeController, and
+  // every file with rollouts); what lies beneath the rollouts.
+  std::optional<std::map<std::string, std::string>> hotfixes;
+  std::vector<Rollout> rollouts;
+
+  // What the node is served at `now`, and which rollouts applied (indexes).
+  std::string ServedTo(const RolloutNode& node, RolloutTime now,
+                       std::vector<size_t>* applied) const;
+};
+
 struct StoreSnapshot {
-  uint64_t generation = 0;                    // 1 for the first load, +1 per swap
-  std::map<std::string, std::string> config;  // component -> JSON text, as served
+  uint64_t generation = 0;  // 1 for the first load, +1 per swap
+  std::map<std::string, std::shared_ptr<const ComponentConfig>> components;
   std::chrono::system_clock::time_point loaded_at;
 };
 
@@ -45,9 +64,22 @@ class ComponentStore {
 // INVALID_ARGUMENT and never becomes a path.
 bool IsValidComponentName(std::string_view name);
 
-// Validates one component's JSON: any JSON object; for "aksNodeController" exactly the shape
-// {"hotfixes":{"YYYYMM.DD":"YYYYMM.DD.PATCH",...}} (other top-level keys refused).
+// Parses and validates one component's JSON: any JSON object; for "aksNodeController" the
+// shape {"hotfixes":{"YYYYMM.DD":"YYYYMM.DD.PATCH",...}}; and, in any component, a
+// `rollouts` list (docs/ROLLOUTS.md), which requires that shape (keys `hotfixes`, optional
+// then, and `rollouts` only). Errors start with the file name.
+StatusOr<ComponentConfig> ParseComponentConfig(std::string_view component, std::string_view json);
 Status ValidateComponentConfig(std::string_view component, std::string_view json);
+
+// One pass over a component folder, as the service loads it (DirectoryStore, and the
+// `validate`/`plan`/`simulate` tools, which must judge files exactly as the service does).
+struct FolderLoad {
+  std::map<std::string, std::shared_ptr<const ComponentConfig>> valid;  // by component
+  std::set<std::string> refused;                // components whose file was refused
+  std::map<std::string, std::string> rejected;  // file name -> why (starts with the file name)
+};
+// Fails only when the folder cannot be listed.
+StatusOr<FolderLoad> LoadComponentFolder(const std::string& dir, size_t max_file_bytes = 1 << 20);
 
 struct DirectoryStoreOptions {
   std::string dir;

@@ -95,7 +95,8 @@ bool LivePatchingServiceImpl::WithinRate(CallDecision* decision) {
   return false;
 }
 
-bool LivePatchingServiceImpl::Lookup(std::string_view component, CallDecision* decision) const {
+bool LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decision) const {
+  std::string_view component = input.component_name;
   if (component.empty()) {
     decision->status = Refuse(GrpcCode::kInvalidArgument, "component_name is required");
     return false;
@@ -113,21 +114,36 @@ bool LivePatchingServiceImpl::Lookup(std::string_view component, CallDecision* d
         Refuse(GrpcCode::kUnavailable, "the component store is not loaded yet; retry later");
     return false;
   }
-  auto it = snapshot->config.find(std::string(component));
-  if (it == snapshot->config.end()) {
+  decision->generation = snapshot->generation;
+  auto it = snapshot->components.find(std::string(component));
+  if (it == snapshot->components.end()) {
     decision->status =
         Refuse(GrpcCode::kNotFound, "component \"" + std::string(component) + "\" not found");
     return false;
   }
   decision->metric_component = it->first;
-  decision->config = it->second;
+  const ComponentConfig& config = *it->second;
+  if (!config.has_rollouts) {
+    decision->config = config.text;
+    if (config.hotfixes) decision->served_hotfixes = ServedHotfixesJson(*config.hotfixes);
+    return true;
+  }
+  // The insecure identity is a placeholder, not a node: it buckets nothing and matches no
+  // subscription or vmId (docs/ROLLOUTS.md, "Development mode").
+  const NodeIdentity& id = decision->identity;
+  RolloutNode node = MakeRolloutNode(id.insecure ? "" : id.vm_id,
+                                     id.insecure ? "" : id.subscription_id, input.authority);
+  std::vector<size_t> applied;
+  decision->config = config.ServedTo(node, RolloutNow(), &applied);
+  decision->served_hotfixes = decision->config;
+  for (size_t i : applied) decision->applied_rollouts.push_back(config.rollouts[i].name);
   return true;
 }
 
 CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   CallDecision decision;
   if (Authenticate(input, &decision) && Authorize(&decision) && WithinRate(&decision) &&
-      Lookup(input.component_name, &decision)) {
+      Lookup(input, &decision)) {
     decision.status = GrpcStatus{};
   }
   return decision;
@@ -143,6 +159,11 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   sample.seconds = std::chrono::duration<double>(elapsed).count();
   if (decision.authenticated) sample.subscription_id = decision.identity.subscription_id;
   options_.metrics->RecordCall(sample);
+  if (options_.rollout_status != nullptr) {
+    for (const std::string& name : decision.applied_rollouts) {
+      options_.rollout_status->RecordApplied(decision.metric_component, name);
+    }
+  }
 
   // One line per call, fixed fields so log queries need no optional-field logic. The token
   // is not in CallDecision at all, so it cannot land here.
@@ -157,6 +178,9 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   entry.error = decision.status.message;
   entry.identity_failure =
       decision.identity_failure ? IdentityFailureName(*decision.identity_failure) : "";
+  entry.generation = decision.generation;
+  entry.rollouts = &decision.applied_rollouts;
+  entry.served = decision.served_hotfixes;
   entry.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
   options_.access_log->WriteFormatted(
       FormatAccessLogLine(decision.status.ok() ? LogLevel::kInfo : LogLevel::kWarn, entry,
@@ -182,6 +206,7 @@ void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
     if (key == "authorization") input.authorization.push_back(value);
   }
   input.component_name = request.component_name();
+  input.authority = call.authority;
   input.peer = call.peer;
 
   CallDecision decision = Decide(input);

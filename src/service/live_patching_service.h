@@ -28,6 +28,7 @@
 #include "service/metrics.h"
 #include "service/node_identity.h"
 #include "service/rate_limiter.h"
+#include "service/rollout_status.h"
 #include "wire/grpc_status.h"
 
 namespace hotfix::service {
@@ -39,6 +40,8 @@ struct LivePatchingServiceOptions {
   RateLimiter* rate_limiter = nullptr;
   Metrics* metrics = nullptr;
   Logger* access_log = nullptr;
+  // Counts the calls each rollout applied to (GET /rollouts, metrics); may be null.
+  RolloutStatus* rollout_status = nullptr;
   // Subscriptions allowed to call (compared case-insensitively, as GUIDs); empty: any caller
   // with a verified identity.
   std::vector<std::string> allowed_subscriptions;
@@ -51,7 +54,8 @@ struct LivePatchingServiceOptions {
 struct CallInput {
   std::vector<std::string_view> authorization;  // every `authorization` metadata value
   std::string_view component_name;
-  std::string_view peer;  // for the access log
+  std::string_view authority;  // ":authority": the apiserver host the node dialed (rollouts)
+  std::string_view peer;       // for the access log
 };
 
 // The answer to one call and what the access log and metrics say about it.
@@ -63,6 +67,11 @@ struct CallDecision {
   std::optional<IdentityFailure> identity_failure;
   // The component label for metrics: the name when the store knows it, else "unknown".
   std::string metric_component = "unknown";
+  uint64_t generation = 0;  // of the store snapshot that answered; 0 when none did
+  // For a file with rollouts: the names of those that applied, in file order.
+  std::vector<std::string> applied_rollouts;
+  // For files of the hotfixes shape: the map served (compact JSON), for the access log.
+  std::string served_hotfixes;
 };
 
 // The gRPC path of GetComponentConfig.
@@ -85,7 +94,7 @@ class LivePatchingServiceImpl final : public GrpcHandler {
   bool Authenticate(const CallInput& input, CallDecision* decision);
   bool Authorize(CallDecision* decision) const;
   bool WithinRate(CallDecision* decision);
-  bool Lookup(std::string_view component, CallDecision* decision) const;
+  bool Lookup(const CallInput& input, CallDecision* decision) const;
   void Report(const CallInput& input, const CallDecision& decision,
               std::chrono::steady_clock::duration elapsed);
 

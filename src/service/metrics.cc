@@ -1,11 +1,13 @@
 #include "service/metrics.h"
 
+#include <CivetServer.h>
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include <exception>
 #include <mutex>
@@ -35,6 +37,80 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
 constexpr IdentityFailure kAllIdentityFailures[] = {
     IdentityFailure::kMissing,     IdentityFailure::kMalformed,  IdentityFailure::kUntrustedSigner,
     IdentityFailure::kWrongSigner, IdentityFailure::kBadContent, IdentityFailure::kExpired,
+};
+
+// lp_rollout_* computed when scraped: the percent moves with the clock, not with calls.
+class RolloutCollectable final : public prometheus::Collectable {
+ public:
+  explicit RolloutCollectable(const RolloutStatus* status) : status_(status) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    prometheus::MetricFamily applied{kMetricRolloutApplied,
+                                     "Calls each rollout applied to, since this process started",
+                                     prometheus::MetricType::Counter,
+                                     {}};
+    prometheus::MetricFamily percent{kMetricRolloutPercent,
+                                     "Each rollout's percent now (0 when halted or scheduled)",
+                                     prometheus::MetricType::Gauge,
+                                     {}};
+    for (const RolloutStatusRow& row : status_->Rows(RolloutNow())) {
+      std::vector<prometheus::ClientMetric::Label> labels = {{"component", row.component},
+                                                             {"rollout", row.name}};
+      prometheus::ClientMetric a;
+      a.label = labels;
+      a.counter.value = static_cast<double>(row.applied_calls);
+      applied.metric.push_back(std::move(a));
+      prometheus::ClientMetric p;
+      p.label = std::move(labels);
+      p.gauge.value = row.threshold / 100.0;
+      percent.metric.push_back(std::move(p));
+    }
+    return {std::move(applied), std::move(percent)};
+  }
+
+ private:
+  const RolloutStatus* status_;
+};
+
+void Reply(mg_connection* conn, std::string_view content_type, const std::string& body) {
+  mg_printf(conn,
+            "HTTP/1.1 200 OK\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
+            "Connection: close\r\n\r\n",
+            static_cast<int>(content_type.size()), content_type.data(), body.size());
+  mg_write(conn, body.data(), body.size());
+}
+
+// GET /metrics: the registry and the rollout families in the text format.
+class MetricsHandler final : public CivetHandler {
+ public:
+  MetricsHandler(std::shared_ptr<prometheus::Registry> registry,
+                 std::shared_ptr<RolloutCollectable> rollouts)
+      : registry_(std::move(registry)), rollouts_(std::move(rollouts)) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    std::vector<prometheus::MetricFamily> families = registry_->Collect();
+    if (rollouts_) {
+      for (auto& family : rollouts_->Collect()) families.push_back(std::move(family));
+    }
+    Reply(conn, "text/plain; version=0.0.4; charset=utf-8",
+          prometheus::TextSerializer().Serialize(families));
+    return true;
+  }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<RolloutCollectable> rollouts_;
+};
+
+// GET /rollouts (docs/ROLLOUTS.md, "Status").
+class RolloutsHandler final : public CivetHandler {
+ public:
+  explicit RolloutsHandler(const RolloutStatus* status) : status_(status) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    Reply(conn, "application/json", status_->Json(RolloutNow()));
+    return true;
+  }
+
+ private:
+  const RolloutStatus* status_;
 };
 
 }  // namespace
@@ -167,27 +243,40 @@ struct PrometheusMetrics::Impl {
   // at most max_subscription_labels entries
   std::unordered_map<std::string, prometheus::Counter*> subscription_counters;
   prometheus::Counter* other_subscriptions = nullptr;
-  std::unique_ptr<prometheus::Exposer> exposer;  // last: stops serving before the rest goes
+  const RolloutStatus* rollouts = nullptr;
+  std::unique_ptr<MetricsHandler> metrics_handler;
+  std::unique_ptr<RolloutsHandler> rollouts_handler;
+  std::unique_ptr<CivetServer> http;  // last: stops serving before the rest goes
 };
 
 PrometheusMetrics::PrometheusMetrics(PrometheusMetricsOptions options)
     : impl_(std::make_unique<Impl>(options.max_subscription_labels)) {}
 PrometheusMetrics::~PrometheusMetrics() = default;
 
-Status PrometheusMetrics::Listen(const std::string& listen) {
-  if (impl_->exposer) return Status::InvalidArgument("metrics endpoint already listening");
+Status PrometheusMetrics::Listen(const std::string& listen, const RolloutStatus* rollouts) {
+  if (impl_->http) return Status::InvalidArgument("metrics endpoint already listening");
+  impl_->rollouts = rollouts;
+  impl_->metrics_handler = std::make_unique<MetricsHandler>(
+      impl_->registry,
+      impl_->rollouts ? std::make_shared<RolloutCollectable>(impl_->rollouts) : nullptr);
+  if (impl_->rollouts) impl_->rollouts_handler = std::make_unique<RolloutsHandler>(impl_->rollouts);
   try {
-    impl_->exposer = std::make_unique<prometheus::Exposer>(listen);
+    // As prometheus::Exposer configures civetweb (prometheus-cpp pull/src/exposer.cc).
+    impl_->http = std::make_unique<CivetServer>(
+        std::vector<std::string>{"listening_ports", listen, "num_threads", "2"});
   } catch (const std::exception& e) {
     return Status::Unavailable("cannot serve metrics on " + listen + ": " + e.what());
   }
-  impl_->exposer->RegisterCollectable(impl_->registry);
+  impl_->http->addHandler("/metrics", impl_->metrics_handler.get());
+  if (impl_->rollouts_handler) impl_->http->addHandler("/rollouts", impl_->rollouts_handler.get());
   return Status::Ok();
 }
 
+void PrometheusMetrics::StopListening() { impl_->http.reset(); }
+
 uint16_t PrometheusMetrics::port() const {
-  if (!impl_->exposer) return 0;
-  std::vector<int> ports = impl_->exposer->GetListeningPorts();
+  if (!impl_->http) return 0;
+  std::vector<int> ports = impl_->http->getListeningPorts();
   return ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
 }
 

@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "service/component_store.h"
 #include "service/node_identity.h"
+#include "service/rollout_status.h"
 #include "service/transport_events.h"
 #include "wire/grpc_status.h"
 
@@ -63,6 +64,8 @@ inline constexpr char kMetricStoreRejectedFiles[] = "lp_store_rejected_files";
 inline constexpr char kMetricStoreReloads[] = "lp_store_reloads_total";
 inline constexpr char kMetricTransportEvents[] = "lp_transport_events_total";
 inline constexpr char kMetricOpenConnections[] = "lp_open_connections";
+inline constexpr char kMetricRolloutApplied[] = "lp_rollout_applied_total";
+inline constexpr char kMetricRolloutPercent[] = "lp_rollout_percent";
 
 class PrometheusMetrics : public Metrics {
  public:
@@ -70,10 +73,14 @@ class PrometheusMetrics : public Metrics {
   explicit PrometheusMetrics(PrometheusMetricsOptions options = {});
   ~PrometheusMetrics() override;
 
-  // Serves the text format over HTTP at /metrics on listen ("ADDR:PORT"; port 0 picks one).
-  // Fails (instead of throwing, as prometheus-cpp does) when the address cannot be bound. Call
+  // Serves the text format over HTTP at /metrics on listen ("ADDR:PORT"; port 0 picks one),
+  // and, when rollouts is set, lp_rollout_applied_total and lp_rollout_percent from it and its
+  // JSON at /rollouts (rollouts is borrowed and must outlive the metrics). Fails
+  // (instead of throwing, as civetweb's C++ API does) when the address cannot be bound. Call
   // it last at start-up: stopping the HTTP server (civetweb) can take up to 2 s.
-  Status Listen(const std::string& listen);
+  Status Listen(const std::string& listen, const RolloutStatus* rollouts = nullptr);
+  // Stops the HTTP server (blocks until its threads are done). Idempotent.
+  void StopListening();
   // The port /metrics is served on; 0 before Listen().
   uint16_t port() const;
 

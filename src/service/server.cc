@@ -193,6 +193,7 @@ struct Server::Impl {
   std::atomic<bool> loaded{false};
   std::once_flag drain_once;
 
+  std::unique_ptr<RolloutStatus> rollout_status;  // read by metrics' HTTP threads
   std::unique_ptr<Metrics> metrics;
   PrometheusMetrics* prometheus = nullptr;  // metrics, when --metrics-listen is set
   uint16_t metrics_port = 0;
@@ -214,7 +215,9 @@ struct Server::Impl {
 Server::Impl::~Impl() {
   draining = true;
   if (grpc_server) grpc_server->Drain(std::chrono::milliseconds(0));  // a no-op once drained
-  store.reset();                                                      // stops its watcher thread
+  // GET /rollouts reads the store: stop serving HTTP before the store goes.
+  if (prometheus != nullptr) prometheus->StopListening();
+  store.reset();  // stops its watcher thread
 }
 
 void Server::Impl::OnReload(const ReloadReport& report) {
@@ -321,6 +324,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   options.rate_limiter = impl->limiter.get();
   options.metrics = impl->metrics.get();
   options.access_log = log;
+  impl->rollout_status = std::make_unique<RolloutStatus>(impl->store.get());
+  options.rollout_status = impl->rollout_status.get();
   options.allowed_subscriptions = c.allowed_subscriptions;
   options.testing_response_delay = c.testing_response_delay;
   if (c.testing_response_delay.count() > 0) {
@@ -336,7 +341,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   impl->events = std::make_unique<TransportEventLog>(impl->metrics.get(), log);
   if (Status st = impl->StartGrpc(); !st.ok()) return st;
   if (impl->prometheus != nullptr) {
-    if (Status st = impl->prometheus->Listen(c.metrics_listen); !st.ok()) {
+    if (Status st = impl->prometheus->Listen(c.metrics_listen, impl->rollout_status.get());
+        !st.ok()) {
       return st.Annotate("--metrics-listen");
     }
     impl->metrics_port = impl->prometheus->port();

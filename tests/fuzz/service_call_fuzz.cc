@@ -39,8 +39,14 @@ class FixedStore : public ComponentStore {
   FixedStore() {
     auto snapshot = std::make_shared<StoreSnapshot>();
     snapshot->generation = 1;
-    snapshot->config = {{"aksNodeController", R"({"hotfixes":{"202604.01":"202604.01.3"}})"},
-                        {"other.component-1_x", "{}"}};
+    for (const auto& [component, text] :
+         {std::pair<std::string, std::string>{"aksNodeController",
+                                              R"({"hotfixes":{"202604.01":"202604.01.3"}})"},
+          {"other.component-1_x", "{}"}}) {
+      auto parsed = ParseComponentConfig(component, text);
+      snapshot->components[component] =
+          std::make_shared<const ComponentConfig>(std::move(parsed).value());
+    }
     snapshot_ = snapshot;
   }
   std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
@@ -102,8 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (decision.status.ok()) {
     FUZZ_CHECK(valid);
     auto snapshot = world->store.Current();
-    auto it = snapshot->config.find(std::string(call.component_name));
-    FUZZ_CHECK(it != snapshot->config.end() && decision.config == it->second);
+    auto it = snapshot->components.find(std::string(call.component_name));
+    FUZZ_CHECK(it != snapshot->components.end() && decision.config == it->second->text);
     FUZZ_CHECK(decision.metric_component == call.component_name);
   } else {
     FUZZ_CHECK(decision.config.empty());

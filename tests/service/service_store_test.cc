@@ -215,9 +215,16 @@ bool WaitForSnapshot(const DirectoryStore& store,
   return false;
 }
 
+// component -> file text, for comparing a snapshot as a whole.
+std::map<std::string, std::string> Texts(const StoreSnapshot& snap) {
+  std::map<std::string, std::string> out;
+  for (const auto& [component, config] : snap.components) out.emplace(component, config->text);
+  return out;
+}
+
 bool HasConfig(const StoreSnapshot& snap, const std::string& component, std::string_view text) {
-  auto it = snap.config.find(component);
-  return it != snap.config.end() && it->second == text;
+  auto it = snap.components.find(component);
+  return it != snap.components.end() && it->second->text == text;
 }
 
 class DirectoryStoreTest : public ::testing::Test {
@@ -254,7 +261,7 @@ TEST_F(DirectoryStoreTest, InitialLoadTakesValidFilesAndReportsTheRest) {
   auto snap = store->Current();
   ASSERT_NE(snap, nullptr);
   EXPECT_EQ(snap->generation, 1u);
-  EXPECT_THAT(snap->config, ElementsAre(Pair(kAks, kAksV1), Pair("other", R"({"a":1})")));
+  EXPECT_THAT(Texts(*snap), ElementsAre(Pair(kAks, kAksV1), Pair("other", R"({"a":1})")));
   EXPECT_LE(snap->loaded_at, std::chrono::system_clock::now());
 
   ASSERT_GE(reports_.Count(), 1u);
@@ -273,7 +280,7 @@ TEST_F(DirectoryStoreTest, EmptyFolderIsAnEmptySnapshot) {
   auto snap = store->Current();
   ASSERT_NE(snap, nullptr);
   EXPECT_EQ(snap->generation, 1u);
-  EXPECT_THAT(snap->config, IsEmpty());
+  EXPECT_THAT(Texts(*snap), IsEmpty());
 }
 
 TEST_F(DirectoryStoreTest, MissingFolderFailsStart) {
@@ -342,7 +349,7 @@ TEST_F(DirectoryStoreTest, ReloadsOnCreateAndDelete) {
   ASSERT_TRUE(WaitForSnapshot(
       *store, [](const StoreSnapshot& s) { return HasConfig(s, "other", R"({"a":1})"); }));
   fs::remove(dir_.File("other.json"));
-  EXPECT_TRUE(WaitForSnapshot(*store, [](const StoreSnapshot& s) { return s.config.empty(); }));
+  EXPECT_TRUE(WaitForSnapshot(*store, [](const StoreSnapshot& s) { return Texts(s).empty(); }));
 }
 
 TEST_F(DirectoryStoreTest, ReloadsOnMoveIntoAndOutOfTheFolder) {
@@ -353,9 +360,9 @@ TEST_F(DirectoryStoreTest, ReloadsOnMoveIntoAndOutOfTheFolder) {
   WriteAtomically(outside.File("x.json"), R"({"x":1})");
   ASSERT_EQ(::rename(outside.File("x.json").c_str(), dir_.File("x.json").c_str()), 0);
   ASSERT_TRUE(
-      WaitForSnapshot(*store, [](const StoreSnapshot& s) { return s.config.count("x") == 1; }));
+      WaitForSnapshot(*store, [](const StoreSnapshot& s) { return Texts(s).count("x") == 1; }));
   ASSERT_EQ(::rename(dir_.File("x.json").c_str(), outside.File("x.json").c_str()), 0);
-  EXPECT_TRUE(WaitForSnapshot(*store, [](const StoreSnapshot& s) { return s.config.empty(); }));
+  EXPECT_TRUE(WaitForSnapshot(*store, [](const StoreSnapshot& s) { return Texts(s).empty(); }));
 }
 
 TEST_F(DirectoryStoreTest, InvalidFileKeepsLastGoodConfigAndIsReported) {
@@ -376,7 +383,7 @@ TEST_F(DirectoryStoreTest, InvalidFileKeepsLastGoodConfigAndIsReported) {
   auto snap = store->Current();
   EXPECT_EQ(snap->generation, 2u);
   // The other component moved on; the refused one kept its last good config.
-  EXPECT_THAT(snap->config, ElementsAre(Pair(kAks, kAksV1), Pair("other", R"({"a":2})")));
+  EXPECT_THAT(Texts(*snap), ElementsAre(Pair(kAks, kAksV1), Pair("other", R"({"a":2})")));
 
   // Fixing the file brings the new config in, and the complaint stops.
   const size_t fixed_from = reports_.Count();
@@ -415,7 +422,7 @@ TEST_F(DirectoryStoreTest, BrandNewInvalidFileIsAbsentAndReported) {
   ASSERT_TRUE(report.has_value());
   EXPECT_FALSE(report->swapped);
   EXPECT_EQ(store->Current()->generation, 1u);
-  EXPECT_THAT(store->Current()->config, ElementsAre(Pair("other", R"({"a":1})")));
+  EXPECT_THAT(Texts(*store->Current()), ElementsAre(Pair("other", R"({"a":1})")));
 }
 
 TEST_F(DirectoryStoreTest, HiddenEntriesAreIgnored) {
@@ -425,7 +432,7 @@ TEST_F(DirectoryStoreTest, HiddenEntriesAreIgnored) {
   WriteAtomically(dir_.File(".hidden-dir/inner.json"), R"({"a":1})");
   auto store = StartStore(Options());
   ASSERT_NE(store, nullptr);
-  EXPECT_THAT(store->Current()->config, IsEmpty());
+  EXPECT_THAT(Texts(*store->Current()), IsEmpty());
   ASSERT_GE(reports_.Count(), 1u);
   EXPECT_THAT(reports_.At(0).rejected, IsEmpty());
 }
@@ -439,7 +446,7 @@ TEST_F(DirectoryStoreTest, OversizedFileIsRejected) {
   options.max_file_bytes = 100;
   auto store = StartStore(options);
   ASSERT_NE(store, nullptr);
-  EXPECT_THAT(store->Current()->config, ElementsAre(Pair("small", R"({"a":1})")));
+  EXPECT_THAT(Texts(*store->Current()), ElementsAre(Pair("small", R"({"a":1})")));
   ASSERT_GE(reports_.Count(), 1u);
   ASSERT_EQ(reports_.At(0).rejected.count("big.json"), 1u);
   EXPECT_THAT(reports_.At(0).rejected.at("big.json"), HasSubstr("larger than 100 bytes"));
@@ -450,7 +457,7 @@ TEST_F(DirectoryStoreTest, NonRegularFileIsRejected) {
   ASSERT_EQ(::mkfifo(dir_.File("fifo.json").c_str(), 0600), 0);
   auto store = StartStore(Options());
   ASSERT_NE(store, nullptr);
-  EXPECT_THAT(store->Current()->config, IsEmpty());
+  EXPECT_THAT(Texts(*store->Current()), IsEmpty());
   ReloadReport first = reports_.At(0);
   ASSERT_EQ(first.rejected.size(), 2u);
   EXPECT_THAT(first.rejected.at("dir.json"), HasSubstr("not a regular file"));
@@ -525,19 +532,19 @@ TEST_F(DirectoryStoreTest, FollowsTheConfigMapSymlinkSwap) {
   volume.Publish({{kAksFile, kAksV1}, {"other.json", R"({"a":1})"}});
   auto store = StartStore(Options());
   ASSERT_NE(store, nullptr);
-  EXPECT_THAT(store->Current()->config,
+  EXPECT_THAT(Texts(*store->Current()),
               ElementsAre(Pair(kAks, kAksV1), Pair("other", R"({"a":1})")));
 
   volume.Publish({{kAksFile, kAksV2}});
   EXPECT_TRUE(WaitForSnapshot(*store, [](const StoreSnapshot& s) {
-    return s.config.size() == 1 && HasConfig(s, kAks, kAksV2);
+    return Texts(s).size() == 1 && HasConfig(s, kAks, kAksV2);
   }));
 
   // A bad update keeps the last good config, as for a plain file.
   const size_t before = reports_.Count();
   volume.Publish({{kAksFile, kAksBad}, {"new.json", R"({"n":1})"}});
   ASSERT_TRUE(
-      WaitForSnapshot(*store, [](const StoreSnapshot& s) { return s.config.count("new") == 1; }));
+      WaitForSnapshot(*store, [](const StoreSnapshot& s) { return Texts(s).count("new") == 1; }));
   EXPECT_TRUE(HasConfig(*store->Current(), kAks, kAksV2));
   EXPECT_TRUE(
       reports_

@@ -1,0 +1,136 @@
+// Staged rollouts (docs/ROLLOUTS.md): what a component file's `rollouts` list says, and the
+// answer for one node as a pure function of (the file, the node's identity, the time). No
+// state: replicas given the same file and the same clock answer the same.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/status.h"
+
+namespace hotfix::service {
+
+using RolloutClock = std::chrono::system_clock;
+using RolloutTime = std::chrono::sys_seconds;
+
+// Size limits on a rollout list (docs/ROLLOUTS.md, "Limits"): a file is refused past them.
+inline constexpr size_t kMaxRollouts = 128;
+inline constexpr size_t kMaxRolloutSteps = 64;
+inline constexpr size_t kMaxMatchEntries = 10000;   // each of subscriptions, vm_ids, ...
+inline constexpr size_t kMaxClusterPatterns = 256;  // match.clusters
+inline constexpr size_t kMaxClusterPatternChars = 253;
+inline constexpr size_t kMaxRolloutHotfixes = 256;  // a rollout's own hotfixes map
+
+// percent * 100: 0 (nobody) to 10000 (everyone).
+inline constexpr uint32_t kBucketCount = 10000;
+
+enum class Cohort { kNode, kCluster };
+
+struct RolloutStep {
+  RolloutTime at;
+  uint32_t threshold = 0;  // percent * 100
+};
+
+// All lists lower-cased; an empty list does not restrict.
+struct RolloutMatch {
+  std::vector<std::string> subscriptions;          // sorted
+  std::vector<std::string> exclude_subscriptions;  // sorted
+  std::vector<std::string> clusters;               // patterns, `*` = any run of characters
+  std::vector<std::string> vm_ids;                 // sorted
+};
+
+struct Rollout {
+  std::string name;
+  std::map<std::string, std::string> hotfixes;  // base -> version, overlaid when it applies
+  RolloutMatch match;
+  Cohort cohort = Cohort::kNode;
+  std::vector<RolloutStep> steps;  // non-empty, `at` strictly increasing
+  std::optional<RolloutTime> hold_at;
+  bool halted = false;
+};
+
+// Parses and validates a `rollouts` array. Errors name the rollout and the field:
+// `rollouts[2] "anc-1": steps[1].at: ...`. Unknown keys are refused everywhere.
+StatusOr<std::vector<Rollout>> ParseRollouts(const nlohmann::json& rollouts);
+
+// Validates one hotfixes map ({"YYYYMM.DD": "YYYYMM.DD.PATCH"}); `where` prefixes errors.
+StatusOr<std::map<std::string, std::string>> ParseHotfixMap(const nlohmann::json& hotfixes,
+                                                            std::string_view where);
+
+// "2026-12-04T06:00:00Z" (RFC 3339, UTC, whole seconds) and back.
+std::optional<RolloutTime> ParseRolloutTime(std::string_view text);
+std::string FormatRolloutTime(RolloutTime t);
+
+// uint64 big-endian of the first 8 bytes of SHA-256(name + ":" + key), mod 10000. The key is
+// the lower-cased vmId (node cohort) or apiserver host (cluster cohort).
+uint32_t RolloutBucket(std::string_view name, std::string_view key);
+
+// The threshold at time t: that of the last step whose `at` <= min(t, hold_at); 0 before the
+// first step and when halted.
+uint32_t ThresholdAt(const Rollout& rollout, RolloutTime t);
+
+// Who is asking, as the service knows it.
+struct RolloutNode {
+  std::string vm_id;         // verified; empty when there is none (--insecure-accept-any-token)
+  std::string subscription;  // verified; empty when there is none
+  std::string cluster;       // the apiserver host the node dialed (`:authority`, port removed)
+};
+
+// Lower-cases the three and strips a port (and IPv6 brackets) from the cluster.
+RolloutNode MakeRolloutNode(std::string_view vm_id, std::string_view subscription,
+                            std::string_view authority);
+
+enum class RolloutVerdict {
+  kApplies,
+  kHalted,
+  kSubscriptionNotListed,
+  kSubscriptionExcluded,
+  kClusterNotMatched,
+  kVmIdNotListed,
+  kNoCohortKey,  // node cohort, but the node has no verified vmId
+  kNotUnderThreshold,
+};
+const char* RolloutVerdictName(RolloutVerdict verdict);
+
+struct RolloutOutcome {
+  RolloutVerdict verdict = RolloutVerdict::kApplies;
+  uint32_t bucket = 0;     // meaningful when the match passed and the cohort key exists
+  uint32_t threshold = 0;  // at the evaluation time
+  // The first step time at which this node is (or would be) in; nullopt if never under the
+  // file as it stands (halted, not matched, held below its bucket, or every step too small).
+  std::optional<RolloutTime> enters_at;
+};
+
+// The answer for one node: the overlay of every applying rollout on `base`, in order.
+struct RolloutAnswer {
+  std::map<std::string, std::string> hotfixes;
+  std::vector<size_t> applied;  // indexes into the rollout list
+};
+
+// The service's path: only what the answer needs (bucket hashes only for rollouts whose match
+// passed and whose threshold is strictly between 0 and 10000).
+RolloutAnswer AnswerFor(const std::map<std::string, std::string>& base,
+                        const std::vector<Rollout>& rollouts, const RolloutNode& node,
+                        RolloutTime now);
+
+// The operator's path (`plan`): every rollout's verdict, bucket and enters_at.
+RolloutOutcome ExplainRollout(const Rollout& rollout, const RolloutNode& node, RolloutTime now);
+
+// {"hotfixes":{...}}, compact, keys sorted: what a node with rollouts is served.
+std::string ServedHotfixesJson(const std::map<std::string, std::string>& hotfixes);
+
+// What an operator's status page shows (GET /rollouts).
+enum class RolloutState { kScheduled, kRamping, kComplete, kHeld, kHalted };
+const char* RolloutStateName(RolloutState state);
+RolloutState StateAt(const Rollout& rollout, RolloutTime now);
+// The next step after now that will change the threshold (none when held, halted or done).
+std::optional<RolloutStep> NextStep(const Rollout& rollout, RolloutTime now);
+
+}  // namespace hotfix::service
