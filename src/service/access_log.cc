@@ -110,6 +110,7 @@ std::string FormatAccessLogLine(LogLevel level, const AccessLogEntry& e,
   AppendField(&out, "vm_id", e.vm_id);
   AppendField(&out, "subscription_id", e.subscription_id);
   out.append(",\"insecure_identity\":").append(e.insecure_identity ? "true" : "false");
+  AppendField(&out, "cluster", e.cluster);
   AppendField(&out, "component", e.component);
   AppendField(&out, "code", e.code);
   AppendField(&out, "error", e.error);

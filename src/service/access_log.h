@@ -20,6 +20,7 @@ struct AccessLogEntry {
   std::string_view vm_id;
   std::string_view subscription_id;
   bool insecure_identity = false;
+  std::string_view cluster;    // the apiserver host from :authority (rollouts' cluster)
   std::string_view component;  // already made printable by the caller
   std::string_view code;
   std::string_view error;

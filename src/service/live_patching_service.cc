@@ -173,6 +173,9 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   entry.subscription_id = decision.identity.subscription_id;
   entry.insecure_identity = decision.identity.insecure;
   std::string component = Printable(input.component_name);
+  // The host a simulate fleet file needs (docs/ROLLOUTS.md); bounded like the name.
+  std::string cluster = Printable(MakeRolloutNode("", "", input.authority).cluster, 255);
+  entry.cluster = cluster;
   entry.component = component;
   entry.code = wire::GrpcCodeUpperName(decision.status.code);
   entry.error = decision.status.message;
