@@ -10,7 +10,7 @@ build=(build-essential cmake ninja-build pkg-config clang-format
        libgrpc++-dev protobuf-compiler-grpc nlohmann-json3-dev libcli11-dev
        libboost-dev libcpp-httplib-dev libgtest-dev libgmock-dev
        libyaml-cpp-dev zlib1g-dev)
-service=(prometheus-cpp-dev)
+service=(prometheus-cpp-dev libcivetweb-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2
       strace clang libclang-rt-14-dev  # clang + libFuzzer: scripts/fuzz.sh
       nghttp2-client curl              # h2load and gRPC calls: bench/soak.sh's short form

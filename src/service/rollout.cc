@@ -354,9 +354,11 @@ StatusOr<std::vector<Rollout>> ParseRollouts(const json& rollouts) {
     std::string where = "rollouts[" + std::to_string(i) + "]";
     const json& entry = rollouts[i];
     auto name = entry.is_object() ? entry.find("name") : entry.end();
-    if (name != entry.end()) where += " " + QuoteJson(*name);
-    if (name != entry.end() &&
-        (!name->is_string() || !IsValidRolloutName(name->get_ref<const std::string&>()))) {
+    const bool valid_name = name != entry.end() && name->is_string() &&
+                            IsValidRolloutName(name->get_ref<const std::string&>());
+    // A valid name is quoted whole (at most 64 characters), so the log names the rollout.
+    if (name != entry.end()) where += " " + (valid_name ? name->dump() : QuoteJson(*name));
+    if (name != entry.end() && !valid_name) {
       return Status::InvalidArgument(where + ": name must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
     }
     StatusOr<Rollout> rollout = ParseRollout(entry);
@@ -414,9 +416,9 @@ uint32_t RolloutBucket(std::string_view name, std::string_view key) {
   unsigned int size = 0;
   if (sha256 == nullptr ||
       EVP_Digest(input.data(), input.size(), digest, &size, sha256, nullptr) != 1 || size < 8) {
-    // Unreachable with a working libcrypto; a node then never enters a rollout (the baseline
-    // is the safe answer).
-    return kBucketCount;
+    // Unreachable with a working libcrypto. The last bucket: the node then enters only at
+    // 100 percent, as AnswerFor (which hashes nothing at 100) lets every node in.
+    return kBucketCount - 1;
   }
   uint64_t head = 0;
   for (int i = 0; i < 8; ++i) head = (head << 8) | digest[i];
@@ -532,7 +534,13 @@ RolloutState StateAt(const Rollout& rollout, RolloutTime now) {
   if (rollout.halted) return RolloutState::kHalted;
   const uint32_t threshold = ThresholdAt(rollout, now);
   if (threshold >= kBucketCount) return RolloutState::kComplete;
-  if (rollout.hold_at && now >= *rollout.hold_at) return RolloutState::kHeld;
+  // Held: the hold has passed and it is keeping back a step that would widen the ramp.
+  if (rollout.hold_at && now >= *rollout.hold_at &&
+      std::any_of(rollout.steps.begin(), rollout.steps.end(), [&](const RolloutStep& step) {
+        return step.at > *rollout.hold_at && step.threshold > threshold;
+      })) {
+    return RolloutState::kHeld;
+  }
   if (now < rollout.steps.front().at) return RolloutState::kScheduled;
   if (now >= rollout.steps.back().at) return RolloutState::kComplete;  // last step below 100
   return RolloutState::kRamping;

@@ -106,7 +106,7 @@ TEST(ValidateComponentConfigTest, Matrix) {
       {kAks, R"({"hotfixes":{"202604.01":null}})",
        R"(aksNodeController.json: hotfixes["202604.01"]: value null is null, not a string)"},
       {kAks, R"({"hotfixes":{},"extra":1})",
-       R"(aksNodeController.json: top-level key "extra" is not allowed (only "hotfixes"))"},
+       R"(aksNodeController.json: top-level key "extra" is not allowed (only "hotfixes" and "rollouts"))"},
       {kAks, R"({})", R"(aksNodeController.json: missing "hotfixes")"},
       {kAks, R"({"hotfixes":["202604.01.1"]})",
        R"(aksNodeController.json: hotfixes is an array, not an object)"},
