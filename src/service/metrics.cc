@@ -39,36 +39,86 @@ constexpr IdentityFailure kAllIdentityFailures[] = {
     IdentityFailure::kWrongSigner, IdentityFailure::kBadContent, IdentityFailure::kExpired,
 };
 
-// lp_rollout_* computed when scraped: the percent moves with the clock, not with calls.
-class RolloutCollectable final : public prometheus::Collectable {
+prometheus::MetricFamily Family(const char* name, const char* help, prometheus::MetricType type) {
+  return prometheus::MetricFamily{name, help, type, {}};
+}
+
+void AddValue(prometheus::MetricFamily* family, double value,
+              std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  if (family->type == prometheus::MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  family->metric.push_back(std::move(m));
+}
+
+// The families read at each scrape: rollout percents move with the clock, and the identity
+// cache and rate limiter keep their own counts.
+class ScrapedCollectable final : public prometheus::Collectable {
  public:
-  explicit RolloutCollectable(const RolloutStatus* status) : status_(status) {}
+  explicit ScrapedCollectable(ScrapedSources sources) : sources_(sources) {}
   std::vector<prometheus::MetricFamily> Collect() const override {
-    prometheus::MetricFamily applied{kMetricRolloutApplied,
-                                     "Calls each rollout applied to, since this process started",
-                                     prometheus::MetricType::Counter,
-                                     {}};
-    prometheus::MetricFamily percent{kMetricRolloutPercent,
-                                     "Each rollout's percent now (0 when halted or scheduled)",
-                                     prometheus::MetricType::Gauge,
-                                     {}};
-    for (const RolloutStatusRow& row : status_->Rows(RolloutNow())) {
-      std::vector<prometheus::ClientMetric::Label> labels = {{"component", row.component},
-                                                             {"rollout", row.name}};
-      prometheus::ClientMetric a;
-      a.label = labels;
-      a.counter.value = static_cast<double>(row.applied_calls);
-      applied.metric.push_back(std::move(a));
-      prometheus::ClientMetric p;
-      p.label = std::move(labels);
-      p.gauge.value = row.threshold / 100.0;
-      percent.metric.push_back(std::move(p));
+    using prometheus::MetricType;
+    std::vector<prometheus::MetricFamily> out;
+    if (sources_.rollouts != nullptr) {
+      auto applied =
+          Family(kMetricRolloutApplied, "Calls each rollout applied to, since this process started",
+                 MetricType::Counter);
+      auto percent =
+          Family(kMetricRolloutPercent, "Each rollout's percent now (0 when halted or scheduled)",
+                 MetricType::Gauge);
+      for (const RolloutStatusRow& row : sources_.rollouts->Rows(RolloutNow())) {
+        std::vector<prometheus::ClientMetric::Label> labels = {{"component", row.component},
+                                                               {"rollout", row.name}};
+        AddValue(&applied, static_cast<double>(row.applied_calls), labels);
+        AddValue(&percent, row.threshold / 100.0, std::move(labels));
+      }
+      out.push_back(std::move(applied));
+      out.push_back(std::move(percent));
     }
-    return {std::move(applied), std::move(percent)};
+    if (sources_.authenticator != nullptr) {
+      const AuthenticatorStats s = sources_.authenticator->stats();
+      const std::pair<const char*, std::pair<const char*, double>> counters[] = {
+          {kMetricIdentityVerifications,
+           {"Attested documents fully verified (identity-cache misses)",
+            static_cast<double>(s.verifications)}},
+          {kMetricIdentityCacheHits,
+           {"Calls answered from the identity cache", static_cast<double>(s.cache_hits)}},
+          {kMetricIdentityCacheEvictions,
+           {"Identity-cache entries dropped (expired, then oldest when full)",
+            static_cast<double>(s.cache_evictions)}},
+          {kMetricSignerCacheHits,
+           {"Verifications that reused a kept signer certificate",
+            static_cast<double>(s.signer_cache_hits)}},
+      };
+      for (const auto& [name, help_value] : counters) {
+        auto family = Family(name, help_value.first, MetricType::Counter);
+        AddValue(&family, help_value.second);
+        out.push_back(std::move(family));
+      }
+      auto entries =
+          Family(kMetricIdentityCacheEntries, "Verified documents held now", MetricType::Gauge);
+      AddValue(&entries, static_cast<double>(s.cache_entries));
+      out.push_back(std::move(entries));
+      auto signers =
+          Family(kMetricSignerCacheEntries, "Signer certificates held now", MetricType::Gauge);
+      AddValue(&signers, static_cast<double>(s.signer_cache_entries));
+      out.push_back(std::move(signers));
+    }
+    if (sources_.rate_limiter != nullptr) {
+      auto tracked = Family(kMetricRateLimiterTrackedNodes,
+                            "Nodes (vmIds) with a rate-limit bucket now", MetricType::Gauge);
+      AddValue(&tracked, static_cast<double>(sources_.rate_limiter->tracked_keys()));
+      out.push_back(std::move(tracked));
+    }
+    return out;
   }
 
  private:
-  const RolloutStatus* status_;
+  ScrapedSources sources_;
 };
 
 void Reply(mg_connection* conn, std::string_view content_type, const std::string& body) {
@@ -79,17 +129,14 @@ void Reply(mg_connection* conn, std::string_view content_type, const std::string
   mg_write(conn, body.data(), body.size());
 }
 
-// GET /metrics: the registry and the rollout families in the text format.
+// GET /metrics: the registry and the scraped families in the text format.
 class MetricsHandler final : public CivetHandler {
  public:
-  MetricsHandler(std::shared_ptr<prometheus::Registry> registry,
-                 std::shared_ptr<RolloutCollectable> rollouts)
-      : registry_(std::move(registry)), rollouts_(std::move(rollouts)) {}
+  MetricsHandler(std::shared_ptr<prometheus::Registry> registry, ScrapedSources sources)
+      : registry_(std::move(registry)), scraped_(sources) {}
   bool handleGet(CivetServer*, mg_connection* conn) override {
     std::vector<prometheus::MetricFamily> families = registry_->Collect();
-    if (rollouts_) {
-      for (auto& family : rollouts_->Collect()) families.push_back(std::move(family));
-    }
+    for (auto& family : scraped_.Collect()) families.push_back(std::move(family));
     Reply(conn, "text/plain; version=0.0.4; charset=utf-8",
           prometheus::TextSerializer().Serialize(families));
     return true;
@@ -97,7 +144,7 @@ class MetricsHandler final : public CivetHandler {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
-  std::shared_ptr<RolloutCollectable> rollouts_;
+  ScrapedCollectable scraped_;
 };
 
 // GET /rollouts (docs/ROLLOUTS.md, "Status").
@@ -243,7 +290,6 @@ struct PrometheusMetrics::Impl {
   // at most max_subscription_labels entries
   std::unordered_map<std::string, prometheus::Counter*> subscription_counters;
   prometheus::Counter* other_subscriptions = nullptr;
-  const RolloutStatus* rollouts = nullptr;
   std::unique_ptr<MetricsHandler> metrics_handler;
   std::unique_ptr<RolloutsHandler> rollouts_handler;
   std::unique_ptr<CivetServer> http;  // last: stops serving before the rest goes
@@ -253,13 +299,11 @@ PrometheusMetrics::PrometheusMetrics(PrometheusMetricsOptions options)
     : impl_(std::make_unique<Impl>(options.max_subscription_labels)) {}
 PrometheusMetrics::~PrometheusMetrics() = default;
 
-Status PrometheusMetrics::Listen(const std::string& listen, const RolloutStatus* rollouts) {
+Status PrometheusMetrics::Listen(const std::string& listen, ScrapedSources sources) {
   if (impl_->http) return Status::InvalidArgument("metrics endpoint already listening");
-  impl_->rollouts = rollouts;
-  impl_->metrics_handler = std::make_unique<MetricsHandler>(
-      impl_->registry,
-      impl_->rollouts ? std::make_shared<RolloutCollectable>(impl_->rollouts) : nullptr);
-  if (impl_->rollouts) impl_->rollouts_handler = std::make_unique<RolloutsHandler>(impl_->rollouts);
+  impl_->metrics_handler = std::make_unique<MetricsHandler>(impl_->registry, sources);
+  if (sources.rollouts)
+    impl_->rollouts_handler = std::make_unique<RolloutsHandler>(sources.rollouts);
   try {
     // As prometheus::Exposer configures civetweb (prometheus-cpp pull/src/exposer.cc).
     impl_->http = std::make_unique<CivetServer>(

@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "service/component_store.h"
 #include "service/node_identity.h"
+#include "service/rate_limiter.h"
 #include "service/rollout_status.h"
 #include "service/transport_events.h"
 #include "wire/grpc_status.h"
@@ -66,6 +67,21 @@ inline constexpr char kMetricTransportEvents[] = "lp_transport_events_total";
 inline constexpr char kMetricOpenConnections[] = "lp_open_connections";
 inline constexpr char kMetricRolloutApplied[] = "lp_rollout_applied_total";
 inline constexpr char kMetricRolloutPercent[] = "lp_rollout_percent";
+inline constexpr char kMetricIdentityVerifications[] = "lp_identity_verifications_total";
+inline constexpr char kMetricIdentityCacheHits[] = "lp_identity_cache_hits_total";
+inline constexpr char kMetricIdentityCacheEvictions[] = "lp_identity_cache_evictions_total";
+inline constexpr char kMetricIdentityCacheEntries[] = "lp_identity_cache_entries";
+inline constexpr char kMetricSignerCacheHits[] = "lp_signer_cache_hits_total";
+inline constexpr char kMetricSignerCacheEntries[] = "lp_signer_cache_entries";
+inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracked_nodes";
+
+// What the metrics read when scraped rather than being told per call. Each is borrowed, may be
+// null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
+struct ScrapedSources {
+  const RolloutStatus* rollouts = nullptr;       // lp_rollout_*, and GET /rollouts
+  const Authenticator* authenticator = nullptr;  // lp_identity_cache_*, lp_signer_cache_*
+  const RateLimiter* rate_limiter = nullptr;     // lp_rate_limiter_tracked_nodes
+};
 
 class PrometheusMetrics : public Metrics {
  public:
@@ -74,11 +90,11 @@ class PrometheusMetrics : public Metrics {
   ~PrometheusMetrics() override;
 
   // Serves the text format over HTTP at /metrics on listen ("ADDR:PORT"; port 0 picks one),
-  // and, when rollouts is set, lp_rollout_applied_total and lp_rollout_percent from it and its
-  // JSON at /rollouts (rollouts is borrowed and must outlive the metrics). Fails
+  // with the families of `sources` computed at each scrape, and the rollouts' JSON at
+  // /rollouts when sources.rollouts is set. Fails
   // (instead of throwing, as civetweb's C++ API does) when the address cannot be bound. Call
   // it last at start-up: stopping the HTTP server (civetweb) can take up to 2 s.
-  Status Listen(const std::string& listen, const RolloutStatus* rollouts = nullptr);
+  Status Listen(const std::string& listen, ScrapedSources sources = {});
   // Stops the HTTP server (blocks until its threads are done). Idempotent.
   void StopListening();
   // The port /metrics is served on; 0 before Listen().

@@ -42,7 +42,8 @@ struct AuthResult {
   Status error;  // a message that says what was wrong, never echoing the token
 };
 
-// Counters since creation, for metrics and tests (all zero for authenticators without a cache).
+// Counters since creation, exported as lp_identity_* and lp_signer_cache_* (docs/SERVICE.md,
+// "Metrics"; all zero for authenticators without a cache).
 struct AuthenticatorStats {
   uint64_t verifications = 0;  // full checks run (base64, PKCS#7, signature, content)
   // Answered from the cache without verifying: the identity, or kExpired for a cached

@@ -14,7 +14,7 @@ class RateLimiter {
   virtual ~RateLimiter() = default;
   // True if key may make a request now (and takes a token).
   virtual bool Allow(std::string_view key) = 0;
-  // Keys with a bucket now, for a gauge (0 for limiters that track none).
+  // Keys with a bucket now: lp_rate_limiter_tracked_nodes (0 for limiters that track none).
   virtual size_t tracked_keys() const { return 0; }
 };
 

@@ -29,6 +29,9 @@ constexpr char kHealthCheckPath[] = "/grpc.health.v1.Health/Check";
 constexpr int64_t kEventLogIntervalSeconds = 10;
 
 std::atomic<Logger*> g_log{nullptr};
+// Servers alive in the process: libprotobuf's handler is process-wide, so the last one to go
+// clears it (the newest server's logger gets the messages meanwhile).
+std::atomic<int> g_log_users{0};
 
 StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServerConfig& config,
                                                            Logger* log) {
@@ -192,6 +195,7 @@ struct Server::Impl {
   std::atomic<bool> draining{false};
   std::atomic<bool> loaded{false};
   std::once_flag drain_once;
+  bool counted_log_user = false;  // in g_log_users
 
   std::unique_ptr<RolloutStatus> rollout_status;  // read by metrics' HTTP threads
   std::unique_ptr<Metrics> metrics;
@@ -218,6 +222,7 @@ Server::Impl::~Impl() {
   // GET /rollouts reads the store: stop serving HTTP before the store goes.
   if (prometheus != nullptr) prometheus->StopListening();
   store.reset();  // stops its watcher thread
+  if (counted_log_user && g_log_users.fetch_sub(1) == 1) g_log = nullptr;
 }
 
 void Server::Impl::OnReload(const ReloadReport& report) {
@@ -315,6 +320,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   }
   if (c.rate_limit_per_node > 0) impl->limiter = NewTokenBucketLimiter(c.rate_limit_per_node);
   g_log = log;
+  g_log_users.fetch_add(1);
+  impl->counted_log_user = true;
   google::protobuf::SetLogHandler(ProtobufLogToJson);
   if (Status st = impl->StartStore(); !st.ok()) return st;
 
@@ -341,7 +348,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   impl->events = std::make_unique<TransportEventLog>(impl->metrics.get(), log);
   if (Status st = impl->StartGrpc(); !st.ok()) return st;
   if (impl->prometheus != nullptr) {
-    if (Status st = impl->prometheus->Listen(c.metrics_listen, impl->rollout_status.get());
+    if (Status st = impl->prometheus->Listen(
+            c.metrics_listen,
+            {impl->rollout_status.get(), impl->authenticator.get(), impl->limiter.get()});
         !st.ok()) {
       return st.Annotate("--metrics-listen");
     }
@@ -368,10 +377,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Server::~Server() {
-  Drain();
-  g_log = nullptr;
-}
+Server::~Server() { Drain(); }
 
 uint16_t Server::port() const { return impl_->port; }
 uint16_t Server::health_port() const { return impl_->health_port; }

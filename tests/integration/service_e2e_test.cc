@@ -255,6 +255,30 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
   EXPECT_EQ(MetricValue(after, "lp_request_duration_seconds_count"), 4.0);
 }
 
+// The identity cache, the signer cache and the rate limiter keep their own counts; /metrics
+// reads them when scraped.
+TEST_F(ServiceE2eTest, MetricsReadTheIdentityCachesAndTheRateLimiter) {
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(), {"--rate-limit-per-node", "100/s"});
+  Start(flags);
+  const std::string first = files_.Token();
+  AttestedDocumentFields other;
+  other.vm_id = "11111111-2222-4333-8444-555555555555";
+  ASSERT_TRUE(Call(kAksNodeControllerComponent, first).status.ok());
+  ASSERT_TRUE(Call(kAksNodeControllerComponent, first).status.ok());  // the same document
+  ASSERT_TRUE(Call(kAksNodeControllerComponent, files_.Token(other)).status.ok());
+
+  std::string text = Metrics();
+  EXPECT_EQ(MetricValue(text, "lp_identity_verifications_total"), 2.0) << text;
+  EXPECT_EQ(MetricValue(text, "lp_identity_cache_hits_total"), 1.0);
+  EXPECT_EQ(MetricValue(text, "lp_identity_cache_entries"), 2.0);
+  EXPECT_EQ(MetricValue(text, "lp_identity_cache_evictions_total"), 0.0);
+  // The second document came from the signer the first one's verification kept.
+  EXPECT_EQ(MetricValue(text, "lp_signer_cache_hits_total"), 1.0);
+  EXPECT_EQ(MetricValue(text, "lp_signer_cache_entries"), 1.0);
+  EXPECT_EQ(MetricValue(text, "lp_rate_limiter_tracked_nodes"), 2.0);
+}
+
 // ---- The store: reload, invalid files, ConfigMap volumes ------------------------------------
 
 TEST_F(ServiceE2eTest, AChangedFileIsServedWithinTwoSeconds) {
