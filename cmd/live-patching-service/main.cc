@@ -1,16 +1,258 @@
 // live-patching-service: the gRPC service nodes reach through the kube-api-proxy's ALPN
 // route. A thin main: flags in, Server out, signals to it. See docs/SERVICE.md.
+//
+// `live-patching-service validate | plan | simulate ...` are the operator's tools for staged
+// rollouts (docs/ROLLOUTS.md): they read a component folder and never serve. Their logic is
+// in src/service/rollout_tools.h; here only their flags and printing.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/log.h"
+#include "service/component_store.h"
+#include "service/rollout.h"
+#include "service/rollout_tools.h"
 #include "service/server.h"
 
 namespace {
+
+namespace svc = hotfix::service;
+
+// ---- the operator's tools -------------------------------------------------------------------
+// Exit codes: 0 ok, 1 the check failed (a refused file; a file the tool needs cannot be
+// loaded), 2 usage.
+constexpr int kToolOk = 0;
+constexpr int kToolFailed = 1;
+constexpr int kToolUsage = 2;
+
+constexpr char kExitCodes[] =
+    "Exit status: 0 ok, 1 the check failed (a refused file, or a file the tool needs cannot be "
+    "loaded), 2 usage error.";
+
+int ToolError(std::string_view tool, const std::string& message, int code) {
+  std::cerr << "live-patching-service " << tool << ": " << message << "\n";
+  return code;
+}
+
+// Parses a tool's flags (argv[0] is the tool's name); nullopt when parsing succeeded, else
+// the exit code (0 for --help).
+std::optional<int> ParseTool(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kToolOk : kToolUsage;
+  }
+  return std::nullopt;
+}
+
+svc::RolloutTime NowSeconds() {
+  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+int RunValidate(int argc, char** argv) {
+  CLI::App app{
+      "Loads every <component>.json of a folder exactly as the service would, and prints one "
+      "line per refused file (file, rollout, field and why), then \"N files ok, M refused\". "
+      "Never serves. What a config repository's CI runs.",
+      "live-patching-service validate"};
+  app.footer(kExitCodes);
+  std::string dir;
+  app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
+  if (auto code = ParseTool(app, argc, argv)) return *code;
+  auto report = svc::ValidateFolder(dir);
+  if (!report.ok()) return ToolError("validate", report.status().message(), kToolFailed);
+  for (const std::string& problem : report->problems) std::cout << problem << "\n";
+  std::cout << report->Summary() << "\n";
+  return report->passed() ? kToolOk : kToolFailed;
+}
+
+int RunPlan(int argc, char** argv) {
+  CLI::App app{
+      "Says what one node is served by a component's file at one time, as JSON: the served "
+      "config, and for each rollout whether it applies and why not (halted, the match field "
+      "that failed, or \"bucket B not under threshold T\"), its bucket, threshold, percent, "
+      "state and enters_at (the first step time at which this node is in; null if never under "
+      "the file as it stands). Never serves.",
+      "live-patching-service plan"};
+  app.footer(kExitCodes);
+  std::string dir, component, vm_id, subscription, cluster, at_text;
+  app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
+  app.add_option("--component", component, "the component, e.g. aksNodeController")->required();
+  app.add_option("--vm-id", vm_id, "the node's vmId (\"\" for a node without one)")->required();
+  app.add_option("--subscription", subscription, "the node's subscriptionId")->required();
+  app.add_option("--cluster", cluster,
+                 "the apiserver host the node dials (:authority; a :port is removed)")
+      ->required();
+  app.add_option("--at", at_text, "RFC 3339 UTC time, e.g. 2026-12-04T06:00:00Z (default: now)");
+  if (auto code = ParseTool(app, argc, argv)) return *code;
+  if (!svc::IsValidComponentName(component)) {
+    return ToolError("plan", "--component \"" + component + "\" is not a valid component name",
+                     kToolUsage);
+  }
+  svc::RolloutTime at = NowSeconds();
+  if (!at_text.empty()) {
+    auto parsed = svc::ParseRolloutTime(at_text);
+    if (!parsed) {
+      return ToolError("plan", "--at \"" + at_text + "\" is not RFC 3339 in UTC", kToolUsage);
+    }
+    at = *parsed;
+  }
+  const svc::RolloutNode node = svc::MakeRolloutNode(vm_id, subscription, cluster);
+  if (node.cluster.empty()) {
+    return ToolError("plan", "--cluster \"" + cluster + "\" has no host", kToolUsage);
+  }
+  auto config = svc::LoadComponentFromFolder(dir, component);
+  if (!config.ok()) return ToolError("plan", config.status().message(), kToolFailed);
+  auto plan = svc::PlanJson(**config, component, node, at);
+  if (!plan.ok()) return ToolError("plan", plan.status().message(), kToolFailed);
+  std::cout << *plan << "\n";
+  return kToolOk;
+}
+
+int RunSimulate(int argc, char** argv) {
+  CLI::App app{
+      "Counts how many nodes of a fleet are served each version of each base at each time "
+      "from --from to --to, every --every; with --against, also the nodes whose answer "
+      "differs between the two folders (a rename that re-buckets the fleet shows here before "
+      "it ships). Never serves.",
+      "live-patching-service simulate"};
+  app.footer(
+      std::string("Output (tab-separated, one header line per block, blocks separated by a "
+                  "blank line):\n"
+                  "  at<TAB><version>...   one column per version the file names, sorted, and "
+                  "<base>:none for a base the top-level map lacks; one row per time\n"
+                  "  with --against:\n"
+                  "  at<TAB>differing<TAB>listed_at   nodes whose answer differs, and the time "
+                  "whose lines list them (a run of times with the same answers is listed once)\n"
+                  "  at<TAB>vm_id<TAB>subscription<TAB>cluster<TAB>served<TAB>served_against   "
+                  "the first ") +
+      std::to_string(svc::kMaxDiffNodesListed) +
+      " differing nodes per listed time\n"
+      "A node file has lines vmId,subscriptionId,clusterHost (# comments and blank lines "
+      "ignored; repeated nodes counted once). Limits: " +
+      std::to_string(svc::kMaxFleetNodes) + " nodes, " + std::to_string(svc::kMaxSimulateTimes) +
+      " times.\n" + kExitCodes);
+  std::string dir, component, nodes_file, from_text, to_text, every_text, against;
+  uint64_t random_count = 0;
+  uint64_t seed = 1;
+  std::vector<std::string> subscriptions, clusters;
+  app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
+  app.add_option("--component", component, "the component, e.g. aksNodeController")->required();
+  auto* nodes = app.add_option("--nodes", nodes_file,
+                               "FILE of vmId,subscriptionId,clusterHost lines (the access log "
+                               "can produce it)");
+  auto* random =
+      app.add_option("--random", random_count, "N random nodes (GUID vmIds) instead of --nodes")
+          ->check(CLI::Range(uint64_t{1}, uint64_t{svc::kMaxFleetNodes}));
+  app.add_option("--seed", seed, "seed of --random: the same seed gives the same fleet")
+      ->capture_default_str()
+      ->needs(random);
+  app.add_option("--subscriptions", subscriptions,
+                 "comma-separated subscriptions --random nodes are drawn from (default: 5 "
+                 "made-up ones, which match no subscriptions list)")
+      ->delimiter(',')
+      ->needs(random);
+  app.add_option("--clusters", clusters,
+                 "comma-separated apiserver hosts --random nodes are drawn from (default: 8 "
+                 "made-up *.hcp.<region>.azmk8s.io hosts in eastus, westeurope, southeastasia, "
+                 "westus2)")
+      ->delimiter(',')
+      ->needs(random);
+  nodes->excludes(random);
+  random->excludes(nodes);
+  app.add_option("--from", from_text, "RFC 3339 UTC time of the first row")->required();
+  app.add_option("--to", to_text, "RFC 3339 UTC time of the last row (included)")->required();
+  app.add_option("--every", every_text, "step between rows: 90s, 30m, 6h, 1d, 1h30m")->required();
+  app.add_option("--against", against,
+                 "a second folder (the change about to ship): list the nodes whose answer "
+                 "differs");
+  if (auto code = ParseTool(app, argc, argv)) return *code;
+  constexpr std::string_view kTool = "simulate";
+  if (nodes->count() == 0 && random->count() == 0) {
+    return ToolError(kTool, "one of --nodes FILE or --random N is required", kToolUsage);
+  }
+  if (!svc::IsValidComponentName(component)) {
+    return ToolError(kTool, "--component \"" + component + "\" is not a valid component name",
+                     kToolUsage);
+  }
+  auto from = svc::ParseRolloutTime(from_text);
+  if (!from)
+    return ToolError(kTool, "--from \"" + from_text + "\" is not RFC 3339 in UTC", kToolUsage);
+  auto to = svc::ParseRolloutTime(to_text);
+  if (!to) return ToolError(kTool, "--to \"" + to_text + "\" is not RFC 3339 in UTC", kToolUsage);
+  auto every = svc::ParseRolloutDuration(every_text);
+  if (!every.ok()) return ToolError(kTool, "--every: " + every.status().message(), kToolUsage);
+  auto times = svc::SimulationTimes(*from, *to, *every);
+  if (!times.ok()) return ToolError(kTool, times.status().message(), kToolUsage);
+
+  auto config = svc::LoadComponentFromFolder(dir, component);
+  if (!config.ok()) return ToolError(kTool, config.status().message(), kToolFailed);
+  std::shared_ptr<const svc::ComponentConfig> against_config;
+  if (!against.empty()) {
+    auto loaded = svc::LoadComponentFromFolder(against, component);
+    if (!loaded.ok()) {
+      return ToolError(kTool, "--against: " + loaded.status().message(), kToolFailed);
+    }
+    against_config = *loaded;
+  }
+
+  std::vector<svc::RolloutNode> fleet;
+  size_t duplicates = 0;
+  if (!nodes_file.empty()) {
+    auto list = svc::ReadNodeFile(nodes_file);
+    if (!list.ok()) {
+      const bool usage = list.status().code() == hotfix::Status::Code::kInvalidArgument;
+      return ToolError(kTool, (usage ? nodes_file + ": " : "") + list.status().message(),
+                       usage ? kToolUsage : kToolFailed);
+    }
+    fleet = std::move(list->nodes);
+    duplicates = list->duplicates;
+    if (fleet.empty()) return ToolError(kTool, nodes_file + ": no nodes", kToolUsage);
+  } else {
+    svc::RandomFleetOptions options;
+    options.count = random_count;
+    options.seed = seed;
+    options.subscriptions = subscriptions;
+    options.clusters = clusters;
+    auto random_fleet = svc::RandomFleet(options);
+    if (!random_fleet.ok()) return ToolError(kTool, random_fleet.status().message(), kToolUsage);
+    fleet = std::move(random_fleet).value();
+  }
+
+  auto table = svc::Simulate(**config, fleet, *times);
+  if (!table.ok()) return ToolError(kTool, table.status().message(), kToolUsage);
+  std::string out = svc::FormatSimulateTable(*table);
+  if (against_config) {
+    auto diff = svc::SimulateAgainst(**config, *against_config, fleet, *times);
+    if (!diff.ok()) return ToolError(kTool, diff.status().message(), kToolUsage);
+    out += "\n" + svc::FormatDiffRows(*diff);
+  }
+  std::cout << out;
+  std::cerr << "simulated " << fleet.size() << " nodes";
+  if (duplicates > 0) std::cerr << " (" << duplicates << " repeated lines counted once)";
+  std::cerr << " at " << times->size() << (times->size() == 1 ? " time" : " times") << "\n";
+  return kToolOk;
+}
+
+// The tool argv[1] names, or nullptr: the serving command line.
+int (*ToolOf(int argc, char** argv))(int, char**) {
+  if (argc < 2) return nullptr;
+  const std::string_view name = argv[1];
+  if (name == "validate") return RunValidate;
+  if (name == "plan") return RunPlan;
+  if (name == "simulate") return RunSimulate;
+  return nullptr;
+}
+
+// ---- the service ----------------------------------------------------------------------------
 
 struct Flags {
   hotfix::service::ServerConfig config;
@@ -90,9 +332,16 @@ sigset_t BlockControlSignals() {
 
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
+  // The operator's tools have their own flags: the serving flags' ->required() do not apply.
+  if (auto tool = ToolOf(argc, argv)) return tool(argc - 1, argv + 1);
   CLI::App app{
       "live-patching-service: answers akslivepatching.v1.LivePatchingService/GetComponentConfig "
       "for nodes that prove their identity with an IMDS attested document."};
+  app.footer(
+      "Operator tools (read a component folder, never serve; see docs/ROLLOUTS.md):\n"
+      "  live-patching-service validate --help   check every file as the service would\n"
+      "  live-patching-service plan --help       what one node is served, and why\n"
+      "  live-patching-service simulate --help   what a fleet is served over time");
   Flags flags;
   AddFlags(app, flags);
   try {
