@@ -14,25 +14,26 @@
 #include "common/log.h"
 #include "node/check_hotfix.h"
 #include "node/command_runner.h"
+#include "node/default_paths.h"
 #include "node/download_hotfix.h"
 #include "node/imds.h"
 #include "node/lps_fetcher.h"
 
 namespace {
 
+namespace paths = hotfix::node::paths;
+
 constexpr char kVersion[] = HOTFIX_AGENT_VERSION;
 
 struct CheckHotfixFlags {
-  std::string node_config = "/opt/azure/containers/aks-node-controller-config.json";
-  std::string nbc_cmd = "/opt/azure/containers/aks-node-controller-nbc-cmd.sh";
-  std::string pointer = "/opt/azure/containers/aks-node-controller-hotfix.json";
+  std::string node_config = paths::kNodeConfig;
+  std::string nbc_cmd = paths::kNbcCmd;
+  std::string pointer = paths::kHotfixPointer;
   std::string imds_url = hotfix::node::kDefaultImdsUrl;
-  std::string connect_to;
-  std::string server_name = "aks-security-patch.data.mcr.microsoft.com";
-  std::string component = "aksNodeController";
-  int lps_timeout_ms = 3000;
-  std::string events_dir = "/var/log/azure/Microsoft.Azure.Extensions.CustomScript/events";
-  std::string log_file = "/var/log/azure/aks-node-controller.log";
+  // --connect-to, --server-name, --component, --lps-timeout-ms (defaults: the fetcher's).
+  hotfix::node::GrpcLpsFetcherOptions fetch;
+  std::string events_dir = paths::kEventsDir;
+  std::string log_file = paths::kLogFile;
   std::string current_version = kVersion;
   bool dry_run = false;
 };
@@ -46,14 +47,14 @@ void AddCheckHotfixFlags(CLI::App& cmd, CheckHotfixFlags& f) {
       ->capture_default_str();
   cmd.add_option("--imds-url", f.imds_url, "IMDS attested-document URL (never proxied)")
       ->capture_default_str();
-  cmd.add_option("--connect-to", f.connect_to,
+  cmd.add_option("--connect-to", f.fetch.connect_to,
                  "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
-  cmd.add_option("--server-name", f.server_name,
+  cmd.add_option("--server-name", f.fetch.server_name,
                  "Name the service certificate must carry (verified against the cluster CA)")
       ->capture_default_str();
-  cmd.add_option("--component", f.component, "Component whose config is requested")
+  cmd.add_option("--component", f.fetch.component, "Component whose config is requested")
       ->capture_default_str();
-  cmd.add_option("--lps-timeout-ms", f.lps_timeout_ms,
+  cmd.add_option("--lps-timeout-ms", f.fetch.timeout_ms,
                  "Budget for connect, TLS and the call; the call may wait up to 2 s more for an "
                  "IMDS retry")
       ->capture_default_str()
@@ -94,13 +95,9 @@ int RunCheckHotfix(const CheckHotfixFlags& f, const std::vector<std::string>& ex
     log.Warn("ignoring unexpected check-hotfix arguments", {{"args", joined}});
   }
   hotfix::node::ImdsTokenSource imds(f.imds_url, log);
-  hotfix::node::GrpcLpsFetcherOptions fetch;
+  hotfix::node::GrpcLpsFetcherOptions fetch = f.fetch;
   fetch.node_config_path = f.node_config;
   fetch.nbc_cmd_path = f.nbc_cmd;
-  fetch.connect_to = f.connect_to;
-  fetch.server_name = f.server_name;
-  fetch.component = f.component;
-  fetch.timeout_ms = f.lps_timeout_ms;
   fetch.user_agent = std::string("hotfix-agent/") + kVersion;
   auto fetcher = hotfix::node::NewGrpcLpsFetcher(fetch, imds, log);
 
@@ -120,8 +117,8 @@ struct DownloadHotfixFlags {
   int retry_backoff_ms = 3000;
   int command_timeout_ms = 60000;
   std::string lock_file;  // default: next to the hotfix binary
-  std::string events_dir = "/var/log/azure/Microsoft.Azure.Extensions.CustomScript/events";
-  std::string log_file = "/var/log/azure/aks-node-controller.log";
+  std::string events_dir = paths::kEventsDir;
+  std::string log_file = paths::kLogFile;
   bool dry_run = false;
 };
 
@@ -254,7 +251,8 @@ int main(int argc, char** argv) {
   CLI::App* check_cmd =
       app.add_subcommand("check-hotfix",
                          "Read the hotfix pointer from the live-patching service and stage it "
-                         "(fail-open: always exits 0)");
+                         "(fail-open: exits 0 whatever the check finds; a command line it "
+                         "cannot parse exits non-zero, 2 for an unknown flag)");
   AddCheckHotfixFlags(*check_cmd, check);
   check_cmd->allow_extras();
 

@@ -13,26 +13,6 @@
 namespace hotfix {
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  // close(2) can report a deferred write error: callers that write must check it.
-  int Close() {
-    int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
 Status WriteAllFd(int fd, std::string_view data, const std::string& what) {
   size_t off = 0;
   while (off < data.size()) {
@@ -45,7 +25,7 @@ Status WriteAllFd(int fd, std::string_view data, const std::string& what) {
 }
 
 Status FsyncDir(const std::string& dir) {
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("opening folder " + dir, errno);
   if (::fsync(fd.get()) != 0) return Status::FromErrno("fsync folder " + dir, errno);
   return Status::Ok();
@@ -63,7 +43,7 @@ std::string DirName(const std::string& path) {
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO that has no writer would otherwise wait forever, and these
   // reads run on the boot path. It changes nothing for the regular files read below.
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return Status::FromErrno("open " + path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno("stat " + path, errno);
@@ -100,7 +80,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view data,
   std::string tmpl = dir + "/" + options.temp_prefix + "XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
-  Fd fd(::mkostemp(name.data(), O_CLOEXEC));
+  UniqueFd fd(::mkostemp(name.data(), O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("creating temp file in " + dir, errno);
   const std::string tmp(name.data());
 
@@ -161,7 +141,7 @@ int RemoveStaleTempFiles(const std::string& dir, const std::string& prefix) {
 
 namespace {
 
-// flock has no timeout: poll with LOCK_NB until the deadline. Closes fd on failure.
+// flock has no timeout: poll with LOCK_NB until the deadline.
 Status FlockUntil(int fd, Deadline deadline, const std::string& what) {
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
@@ -170,7 +150,6 @@ Status FlockUntil(int fd, Deadline deadline, const std::string& what) {
       continue;
     }
     if (err == EINTR) continue;
-    ::close(fd);
     if (err == EWOULDBLOCK) return Status::DeadlineExceeded(what + ": held by another process");
     return Status::FromErrno(what, err);
   }
@@ -180,25 +159,17 @@ Status FlockUntil(int fd, Deadline deadline, const std::string& what) {
 }  // namespace
 
 StatusOr<FolderLock> FolderLock::Acquire(const std::string& dir, Deadline deadline) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno("opening folder " + dir, errno);
-  if (Status st = FlockUntil(fd, deadline, "locking folder " + dir); !st.ok()) return st;
-  return FolderLock(fd);
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno("opening folder " + dir, errno);
+  if (Status st = FlockUntil(fd.get(), deadline, "locking folder " + dir); !st.ok()) return st;
+  return FolderLock(std::move(fd));  // closing it releases the flock
 }
 
 StatusOr<LockFile> LockFile::Acquire(const std::string& path, Deadline deadline) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return Status::FromErrno("opening lock file " + path, errno);
-  if (Status st = FlockUntil(fd, deadline, "locking " + path); !st.ok()) return st;
-  return LockFile(fd);
-}
-
-LockFile::~LockFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-FolderLock::~FolderLock() {
-  if (fd_ >= 0) ::close(fd_);  // Closing releases the flock.
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return Status::FromErrno("opening lock file " + path, errno);
+  if (Status st = FlockUntil(fd.get(), deadline, "locking " + path); !st.ok()) return st;
+  return LockFile(std::move(fd));
 }
 
 }  // namespace hotfix

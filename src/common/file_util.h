@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/deadline.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 
 namespace hotfix {
 
@@ -59,14 +61,13 @@ class FolderLock {
  public:
   // Waits for the lock until the deadline: a stuck holder must not stall provisioning.
   static StatusOr<FolderLock> Acquire(const std::string& dir, Deadline deadline);
-  FolderLock(FolderLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  FolderLock(FolderLock&&) noexcept = default;
   FolderLock& operator=(FolderLock&&) = delete;
   FolderLock(const FolderLock&) = delete;
-  ~FolderLock();
 
  private:
-  explicit FolderLock(int fd) : fd_(fd) {}
-  int fd_;
+  explicit FolderLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
 };
 
 // An exclusive flock(2) on a lock file (created 0600 if absent, never removed: removing it
@@ -77,14 +78,13 @@ class LockFile {
  public:
   // Waits until the deadline; DeadlineExceeded "... held by another process" after it.
   static StatusOr<LockFile> Acquire(const std::string& path, Deadline deadline);
-  LockFile(LockFile&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  LockFile(LockFile&&) noexcept = default;
   LockFile& operator=(LockFile&&) = delete;
   LockFile(const LockFile&) = delete;
-  ~LockFile();
 
  private:
-  explicit LockFile(int fd) : fd_(fd) {}
-  int fd_;
+  explicit LockFile(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
 };
 
 }  // namespace hotfix

@@ -3,6 +3,8 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
+#include <cstring>
+
 namespace hotfix::ossl {
 
 std::string DrainErrors() {
@@ -21,14 +23,39 @@ std::string DrainErrors() {
   return out;
 }
 
+std::string DrainErrorsOr(std::string_view fallback) {
+  std::string errors = DrainErrors();
+  return errors.empty() ? std::string(fallback) : errors;
+}
+
 StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem) {
   ERR_clear_error();
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) return Status::Internal("BIO_new_mem_buf: " + DrainErrorsOr("out of memory"));
   std::vector<X509Ptr> certs;
-  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
-    certs.emplace_back(cert);
+  while (true) {
+    const int before = BIO_pending(bio.get());
+    char* name = nullptr;
+    char* header = nullptr;
+    unsigned char* data = nullptr;
+    long len = 0;
+    if (PEM_read_bio(bio.get(), &name, &header, &data, &len) == 1) {
+      if (std::strcmp(name, "CERTIFICATE") == 0 && header[0] == '\0') {
+        const unsigned char* p = data;
+        X509Ptr cert(d2i_X509(nullptr, &p, len));
+        if (cert && p == data + len) certs.push_back(std::move(cert));  // no trailing bytes
+      }
+      OPENSSL_free(name);
+      OPENSSL_free(header);
+      OPENSSL_free(data);
+      continue;
+    }
+    // "no start line" is the end of the input; a malformed block is skipped, as Go does.
+    const unsigned long err = ERR_peek_last_error();
+    const bool end = ERR_GET_LIB(err) == ERR_LIB_PEM && ERR_GET_REASON(err) == PEM_R_NO_START_LINE;
+    if (end || BIO_pending(bio.get()) == before || BIO_pending(bio.get()) == 0) break;
   }
-  ERR_clear_error();  // the expected "no start line" at the end of the bundle
+  ERR_clear_error();
   if (certs.empty()) return Status::InvalidArgument("no PEM certificate found");
   return certs;
 }

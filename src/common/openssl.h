@@ -41,8 +41,16 @@ using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
 // message or away: it is per thread and outlives the call, so a stale entry would be read as
 // the next call's failure (gRPC's own TLS on the same thread, or the next SSL_get_error()).
 std::string DrainErrors();
+// DrainErrors(), or `fallback` when nothing was queued (a failure OpenSSL did not explain, e.g.
+// a peer that closed the connection mid-handshake), so that a message never ends in ": ".
+std::string DrainErrorsOr(std::string_view fallback);
 
-// Every certificate of a PEM bundle, in order; a bundle with none is InvalidArgument.
+// The certificates of a PEM bundle, in order, by the rules of Go's
+// x509.CertPool.AppendCertsFromPEM (what the reference trusts its cluster CA with): every
+// "CERTIFICATE" block without headers whose DER parses with nothing after it; other block
+// types (keys, CRLs), blocks with headers (encrypted PEM), undecodable blocks and text
+// between blocks are skipped. A bundle that yields none is InvalidArgument "no PEM
+// certificate found". Leaves OpenSSL's error queue empty.
 StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem);
 
 }  // namespace hotfix::ossl

@@ -1,5 +1,6 @@
-// Staging the installed agent binary next to the VHD one (reference §2.10): the launcher
-// prefers <vhd>-hotfix when it is executable, and the VHD binary is never modified.
+// Staging the installed agent binary next to the VHD one (AgentBaker:
+// aks-node-controller/hotfix.go copyBinaryAlongside): the launcher prefers <vhd>-hotfix when
+// it is executable, and the VHD binary is never modified.
 #pragma once
 
 #include <string>

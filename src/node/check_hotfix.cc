@@ -27,7 +27,8 @@ CheckHotfixResult Succeeded(Outcome outcome, std::optional<HotfixPointer> staged
 }
 
 // Writes (or in a dry run only plans) the pointer; the outcome says whether this node's base
-// has an entry. Strictly-higher gating is download-hotfix's job, not ours (reference §1.2).
+// has an entry. Strictly-higher gating is download-hotfix's job, not ours (AgentBaker:
+// aks-node-controller/checkhotfix.go checkHotfix).
 CheckHotfixResult Stage(const CheckHotfixOptions& options, const HotfixMap& hotfixes,
                         Outcome on_hit, Outcome on_miss, const char* write_error_prefix,
                         Logger& log) {

@@ -1,5 +1,6 @@
 // check-hotfix: ask the live-patching service for this node's hotfix map and stage it for
-// download-hotfix. Fail-open: every outcome exits 0 and reports one event (reference §1).
+// download-hotfix. Fail-open: every outcome reports one event and the command exits 0
+// (AgentBaker: aks-node-controller/checkhotfix.go runCheckHotfixCommand; docs/CHECK-HOTFIX.md).
 #pragma once
 
 #include <optional>
@@ -16,7 +17,8 @@ enum class Outcome { kLpsRead, kNoHotfixForBase, kNoHotfixAvailable, kCustomData
 // "lpsRead", "noHotfixForBase", "noHotfixAvailable", "customDataFallback", "failed".
 const char* OutcomeName(Outcome outcome);
 
-// How the workflow treats a failed fetch (reference §1.7).
+// How the workflow treats a failed fetch (docs/CHECK-HOTFIX.md "Outcomes"; AgentBaker:
+// aks-node-controller/checkhotfix.go checkHotfix and checkhotfix_grpc.go).
 enum class FetchClass {
   kBenign,                  // Unauthenticated, PermissionDenied, NotFound: nothing published
   kAuthoritativeRejection,  // InvalidArgument, ResourceExhausted: no cold-start fallback

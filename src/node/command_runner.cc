@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/deadline.h"
+#include "common/text.h"
 
 extern char** environ;
 
@@ -55,9 +56,7 @@ std::string DescribeWaitStatus(int wstatus, int* exit_code) {
   if (WIFSIGNALED(wstatus)) {
     // Go's wording: "signal: killed", "signal: terminated".
     const char* text = strsignal(WTERMSIG(wstatus));
-    std::string lower = text != nullptr ? text : std::to_string(WTERMSIG(wstatus));
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return "signal: " + lower;
+    return "signal: " + AsciiLower(text != nullptr ? text : std::to_string(WTERMSIG(wstatus)));
   }
   return "wait status " + std::to_string(wstatus);
 }

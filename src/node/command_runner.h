@@ -1,5 +1,6 @@
 // Running the package manager: argv straight to posix_spawnp (never a shell), a kill deadline
-// per attempt, and the reference's retry loop (§2.9). CommandRunner is the seam tests fake.
+// per attempt, and the reference's retry loop (AgentBaker: aks-node-controller/hotfix.go
+// retryCommand). CommandRunner is the seam tests fake.
 #pragma once
 
 #include <atomic>

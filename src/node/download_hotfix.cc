@@ -5,6 +5,7 @@
 
 #include "common/file_util.h"
 #include "node/binary_staging.h"
+#include "node/go_json.h"
 #include "node/guest_agent_event.h"
 #include "node/hotfix_pointer.h"
 #include "node/node_custom_data.h"
@@ -86,77 +87,127 @@ Status ConfirmInstalledVersion(const DownloadHotfixOptions& options, PackageMana
       " after installing " + version + "; not staging it");
 }
 
-void InstallBinaryIfTargeted(const DownloadHotfixOptions& options, const HotfixPointer& pointer,
-                             CommandRunner& runner, DownloadHotfixResult& result, Logger& log) {
-  const std::string target = ResolveVersion(pointer, options.current_version, log);
-  result.binary_target = target;
-  if (target.empty()) {
-    result.binary = BinaryOutcome::kNoHotfix;
-    result.binary_reason = pointer.hotfixes.empty()
-                               ? "the pointer has neither hotfixes nor version"
-                               : "hotfixes has no entry for the base of " +
-                                     options.current_version + " (default deny)";
+// The binary hotfix decided, without side effects: whether this node is targeted and, if it
+// is, the install commands and the version query that confirms them. Reading os-release and
+// the apt sources is part of deciding (they choose the commands).
+struct BinaryPlan {
+  BinaryOutcome outcome = BinaryOutcome::kNoHotfix;  // kInstalled: install it
+  std::string target;
+  std::string reason;
+  Status error;  // why planning failed (outcome kFailed)
+  PackageManager pm = PackageManager::kApt;
+  std::string package_manager;  // PackageManagerName(pm) once it is known
+  std::vector<Argv> install;    // in order
+  Argv query;                   // InstalledVersionQuery(pm)
+};
+
+BinaryPlan PlanBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPointer& pointer,
+                            Logger& log) {
+  BinaryPlan plan;
+  plan.target = ResolveVersion(pointer, options.current_version, log);
+  if (plan.target.empty()) {
+    plan.outcome = BinaryOutcome::kNoHotfix;
+    plan.reason = pointer.hotfixes.empty() ? "the pointer has neither hotfixes nor version"
+                                           : "hotfixes has no entry for the base of " +
+                                                 options.current_version + " (default deny)";
     log.Info("no hotfix version for this node, skipping hotfix download",
              {{"current", options.current_version}});
-    return;
+    return plan;
   }
-  StatusOr<bool> gate = ShouldUpgradeToHotfix(options.current_version, target);
+  StatusOr<bool> gate = ShouldUpgradeToHotfix(options.current_version, plan.target);
   if (!gate.ok() || !*gate) {
-    result.binary = BinaryOutcome::kNotTargeted;
+    plan.outcome = BinaryOutcome::kNotTargeted;
     if (!gate.ok()) {
-      result.binary_reason = gate.status().message();
-      log.Warn(
-          "cannot compare hotfix version, skipping hotfix download",
-          {{"current", options.current_version}, {"hotfix", target}, {"error", gate.status()}});
+      plan.reason = gate.status().message();
+      log.Warn("cannot compare hotfix version, skipping hotfix download",
+               {{"current", options.current_version},
+                {"hotfix", plan.target},
+                {"error", gate.status()}});
     } else {
-      result.binary_reason = kNotAnUpgrade + options.current_version;
+      plan.reason = kNotAnUpgrade + options.current_version;
       log.Info("hotfix version does not target this node, skipping hotfix download",
-               {{"current", options.current_version}, {"hotfix", target}});
+               {{"current", options.current_version}, {"hotfix", plan.target}});
     }
-    return;
+    return plan;
   }
-  result.binary_reason = "targeted: " + target + " upgrades " + options.current_version;
-  log.Info("downloading ANC hotfix", {{"version", target}, {"current", options.current_version}});
+  plan.outcome = BinaryOutcome::kInstalled;
+  plan.reason = "targeted: " + plan.target + " upgrades " + options.current_version;
+  log.Info("downloading ANC hotfix",
+           {{"version", plan.target}, {"current", options.current_version}});
 
+  const std::string step = "install hotfix version " + plan.target;
   StatusOr<PackageManager> pm = DetectPackageManager(options.os_release_path);
-  if (!pm.ok()) return Fail(result, pm.status().Annotate("install hotfix version " + target));
-  result.package_manager = PackageManagerName(*pm);
+  if (!pm.ok()) {
+    plan.outcome = BinaryOutcome::kFailed;
+    plan.error = pm.status().Annotate(step);
+    return plan;
+  }
+  plan.pm = *pm;
+  plan.package_manager = PackageManagerName(plan.pm);
   std::string sources;
-  if (*pm == PackageManager::kApt) {
+  if (plan.pm == PackageManager::kApt) {
     StatusOr<std::string> resolved = ResolveMicrosoftProdSources(options.apt_sources_dir);
     if (!resolved.ok()) {
-      return Fail(result, resolved.status().Annotate("install hotfix version " + target));
+      plan.outcome = BinaryOutcome::kFailed;
+      plan.error = resolved.status().Annotate(step);
+      return plan;
     }
     sources = *resolved;
   }
+  plan.install = InstallCommands(plan.pm, plan.target, sources);
+  plan.query = InstalledVersionQuery(plan.pm);
+  return plan;
+}
+
+// Carries out a plan whose outcome is kInstalled: runs the install commands with retries,
+// confirms the version and stages the binary. result.commands records what was run.
+void InstallBinary(const BinaryPlan& plan, const DownloadHotfixOptions& options,
+                   CommandRunner& runner, DownloadHotfixResult& result, Logger& log) {
+  const std::string step = "install hotfix version " + plan.target;
   RetryPolicy retry;
   retry.max_attempts = options.max_attempts;
   retry.backoff = options.retry_backoff;
   retry.timeout = options.command_timeout;
   retry.cancelled = options.cancelled;
-  for (const Argv& command : InstallCommands(*pm, target, sources)) {
+  for (const Argv& command : plan.install) {
     result.commands.push_back(command);
-    if (options.dry_run) continue;
     CommandResult ran = RunWithRetries(runner, command, retry, log);
-    if (!ran.status.ok()) {
-      return Fail(result, ran.status.Annotate("install hotfix version " + target), ran.exit_code);
-    }
+    if (!ran.status.ok()) return Fail(result, ran.status.Annotate(step), ran.exit_code);
   }
-  result.commands.push_back(InstalledVersionQuery(*pm));
+  result.commands.push_back(plan.query);
   result.staged_from = options.package_binary;
   result.staged_to = options.hotfix_binary;
-  if (!options.dry_run) {
-    if (Status st = ConfirmInstalledVersion(options, *pm, target, runner); !st.ok()) {
-      return Fail(result, st.Annotate("install hotfix version " + target));
-    }
-    Status staged =
-        StageHotfixBinary(options.package_binary, options.vhd_binary, options.hotfix_binary);
-    if (!staged.ok()) return Fail(result, staged.Annotate("stage hotfix binary"));
-    log.Info("installed hotfix binary alongside VHD binary",
-             {{"source", options.package_binary}, {"destination", options.hotfix_binary}});
-    log.Info("downloaded ANC hotfix", {{"version", target}});
+  if (Status st = ConfirmInstalledVersion(options, plan.pm, plan.target, runner); !st.ok()) {
+    return Fail(result, st.Annotate(step));
   }
+  Status staged =
+      StageHotfixBinary(options.package_binary, options.vhd_binary, options.hotfix_binary);
+  if (!staged.ok()) return Fail(result, staged.Annotate("stage hotfix binary"));
+  log.Info("installed hotfix binary alongside VHD binary",
+           {{"source", options.package_binary}, {"destination", options.hotfix_binary}});
+  log.Info("downloaded ANC hotfix", {{"version", plan.target}});
   result.binary = BinaryOutcome::kInstalled;
+}
+
+// The decision, then (unless this is a dry run, which reports the plan instead) the install.
+void HandleBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPointer& pointer,
+                        CommandRunner& runner, DownloadHotfixResult& result, Logger& log) {
+  const BinaryPlan plan = PlanBinaryHotfix(options, pointer, log);
+  result.binary = plan.outcome;
+  result.binary_target = plan.target;
+  result.binary_reason = plan.reason;
+  result.package_manager = plan.package_manager;
+  if (plan.outcome == BinaryOutcome::kFailed) return Fail(result, plan.error);
+  if (plan.outcome != BinaryOutcome::kInstalled) return;
+  if (options.dry_run) {
+    result.commands = plan.install;
+    result.commands.push_back(plan.query);
+    result.staged_from = options.package_binary;
+    result.staged_to = options.hotfix_binary;
+    return;  // outcome kInstalled: would be
+  }
+  result.binary = BinaryOutcome::kNoHotfix;  // until InstallBinary has done it
+  InstallBinary(plan, options, runner, result, log);
 }
 
 void ReportEvent(const std::string& events_dir, const DownloadHotfixResult& result,
@@ -226,7 +277,7 @@ DownloadHotfixResult DownloadHotfix(const DownloadHotfixOptions& options, Comman
     return result;  // fail-open: exit 0
   }
   ApplyScriptsIfTargeted(options, *pointer, result, log);
-  InstallBinaryIfTargeted(options, *pointer, runner, result, log);
+  HandleBinaryHotfix(options, *pointer, runner, result, log);
   return result;
 }
 

@@ -1,7 +1,8 @@
 // download-hotfix: read the pointer check-hotfix staged, decide whether this node's agent
 // version is targeted, install the hotfix package and stage its binary next to the VHD one
-// (reference §2). Fail-open on the pointer; the package manager's own exit code when its
-// retries are exhausted.
+// (AgentBaker: aks-node-controller/hotfix.go downloadHotfix; docs/DOWNLOAD-HOTFIX.md).
+// Fail-open on the pointer; the package manager's own exit code when its retries are
+// exhausted.
 #pragma once
 
 #include <atomic>
@@ -12,18 +13,19 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "node/command_runner.h"
+#include "node/default_paths.h"
 
 namespace hotfix::node {
 
 struct DownloadHotfixOptions {
-  std::string pointer_path = "/opt/azure/containers/aks-node-controller-hotfix.json";
+  std::string pointer_path = paths::kHotfixPointer;
   std::string current_version;
-  std::string os_release_path = "/etc/os-release";
-  std::string apt_sources_dir = "/etc/apt/sources.list.d";
-  std::string package_binary = "/usr/bin/aks-node-controller";
-  std::string vhd_binary = "/opt/azure/containers/aks-node-controller";
-  std::string hotfix_binary = "/opt/azure/containers/aks-node-controller-hotfix";
-  std::string node_custom_data = "/opt/azure/containers/nodecustomdata.yml";
+  std::string os_release_path = paths::kOsRelease;
+  std::string apt_sources_dir = paths::kAptSourcesDir;
+  std::string package_binary = paths::kPackageBinary;
+  std::string vhd_binary = paths::kVhdBinary;
+  std::string hotfix_binary = paths::kHotfixBinary;
+  std::string node_custom_data = paths::kNodeCustomData;
   std::chrono::milliseconds retry_backoff{3000};
   std::chrono::milliseconds command_timeout{60000};
   int max_attempts = 5;

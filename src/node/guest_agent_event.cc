@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
-#include "node/hotfix_pointer.h"
+#include "node/go_json.h"
 
 namespace hotfix::node {
 namespace {

@@ -1,5 +1,5 @@
 // Guest-agent telemetry events: one JSON file per event in the CustomScript extension's
-// events folder, in the exact format of AgentBaker's helpers/guestagent.go (reference §3).
+// events folder, in the exact format of AgentBaker's aks-node-controller/helpers/guestagent.go.
 #pragma once
 
 #include <chrono>

@@ -1,567 +1,28 @@
 #include "node/hotfix_pointer.h"
-#include "common/json_error.h"
 
-#include <cmath>
-#include <cstdint>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <vector>
 
 #include "common/file_util.h"
+#include "node/go_json.h"
 
 namespace hotfix::node {
 namespace {
 
-using Json = nlohmann::json;
-
 // The pointer is a few hundred bytes; anything near this is not a pointer.
 constexpr size_t kMaxPointerBytes = size_t{1} << 20;
-// Go's encoding/json refuses documents nested deeper than this.
-constexpr size_t kMaxNestingDepth = 10000;
-constexpr char kReplacementChar[] = "\xEF\xBF\xBD";  // U+FFFD
-
-// ---------------------------------------------------------------------------------------------
-// Go's unicode/utf8 and strings rules, which the reference's texts go through.
-
-struct Rune {
-  uint32_t code;
-  size_t size;  // bytes consumed; 1 for an invalid byte
-};
-constexpr Rune kRuneError = {0xFFFD, 1};
-
-unsigned char At(std::string_view s, size_t i) { return static_cast<unsigned char>(s[i]); }
-
-// utf8.DecodeRune: no overlongs, no surrogates, nothing past U+10FFFF; a bad byte is
-// (U+FFFD, 1).
-Rune DecodeRune(std::string_view s, size_t i) {
-  const unsigned char c = At(s, i);
-  if (c < 0x80) return {c, 1};
-  size_t size = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the valid range of the second byte
-  uint32_t code = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    size = 2, code = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    size = 3, code = c & 0x0F;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    size = 4, code = c & 0x07;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return kRuneError;
-  }
-  if (i + size > s.size() || At(s, i + 1) < lo || At(s, i + 1) > hi) return kRuneError;
-  for (size_t k = 1; k < size; ++k) {
-    if (k > 1 && (At(s, i + k) < 0x80 || At(s, i + k) > 0xBF)) return kRuneError;
-    code = (code << 6) | (At(s, i + k) & 0x3F);
-  }
-  return {code, size};
-}
-
-// utf8.DecodeLastRune: the rune that ends at `end`.
-Rune DecodeLastRune(std::string_view s, size_t end) {
-  if (At(s, end - 1) < 0x80) return {At(s, end - 1), 1};
-  const size_t limit = end >= 4 ? end - 4 : 0;
-  size_t start = end - 1;
-  while (start > limit && (At(s, start) & 0xC0) == 0x80) --start;
-  Rune r = DecodeRune(s, start);
-  return start + r.size == end ? r : kRuneError;
-}
-
-// unicode.IsSpace.
-bool IsGoSpace(uint32_t r) {
-  switch (r) {
-    case '\t':
-    case '\n':
-    case '\v':
-    case '\f':
-    case '\r':
-    case ' ':
-    case 0x85:
-    case 0xA0:
-    case 0x1680:
-    case 0x2028:
-    case 0x2029:
-    case 0x202F:
-    case 0x205F:
-    case 0x3000:
-      return true;
-    default:
-      return r >= 0x2000 && r <= 0x200A;
-  }
-}
-
-// strings.TrimSpace: Unicode white space, not only ASCII.
-std::string_view GoTrimSpace(std::string_view s) {
-  size_t begin = 0;
-  while (begin < s.size()) {
-    Rune r = DecodeRune(s, begin);
-    if (!IsGoSpace(r.code)) break;
-    begin += r.size;
-  }
-  size_t end = s.size();
-  while (end > begin) {
-    Rune r = DecodeLastRune(s, end);
-    if (!IsGoSpace(r.code)) break;
-    end -= r.size;
-  }
-  return s.substr(begin, end - begin);
-}
-
-// Runes strconv.Quote escapes although they are valid: C1 controls, the non-ASCII spaces and
-// the common format characters. (Go's full IsPrint table is not reproduced: unassigned and
-// private-use code points are written verbatim here.)
-bool IsGoNonPrintable(uint32_t r) {
-  return (r >= 0x80 && r <= 0xA0) || r == 0xAD || r == 0x1680 || (r >= 0x2000 && r <= 0x200F) ||
-         (r >= 0x2028 && r <= 0x202F) || (r >= 0x205F && r <= 0x206F) || r == 0x3000 ||
-         r == 0xFEFF || (r >= 0xFFF9 && r <= 0xFFFB);
-}
-
-// Appends `prefix` then `value` as `digits` lowercase hex digits (Go writes x7f, u00a0).
-void AppendHexEscape(const char* prefix, uint32_t value, int digits, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->append(prefix);
-  for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4)
-    out->push_back(kHex[(value >> shift) & 0xF]);
-}
-
-// strconv.Quote, for %q in error texts.
-std::string GoQuote(std::string_view s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = At(s, i);
-    if (c >= 0x80) {
-      Rune r = DecodeRune(s, i);
-      if (r.size == 1) {
-        AppendHexEscape("\\x", c, 2, &out);
-      } else if (IsGoNonPrintable(r.code)) {
-        if (r.code > 0xFFFF) {
-          AppendHexEscape("\\U", r.code, 8, &out);
-        } else {
-          AppendHexEscape("\\u", r.code, 4, &out);
-        }
-      } else {
-        out.append(s.substr(i, r.size));
-      }
-      i += r.size;
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\a':
-        out += "\\a";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\v':
-        out += "\\v";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          AppendHexEscape("\\x", c, 2, &out);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out += "\"";
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Making nlohmann accept what Go's decoder accepts.
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// The code unit of a "\uXXXX" escape at s[i], or -1 when there is none.
-int32_t EscapedCodeUnit(std::string_view s, size_t i) {
-  if (i + 6 > s.size() || s[i] != '\\' || s[i + 1] != 'u') return -1;
-  int32_t unit = 0;
-  for (size_t k = i + 2; k < i + 6; ++k) {
-    const int digit = HexValue(s[k]);
-    if (digit < 0) return -1;
-    unit = unit * 16 + digit;
-  }
-  return unit;
-}
-
-bool IsHighSurrogate(int32_t u) { return u >= 0xD800 && u <= 0xDBFF; }
-bool IsLowSurrogate(int32_t u) { return u >= 0xDC00 && u <= 0xDFFF; }
-
-// Copies the escape sequence at s[i] (a backslash inside a string); returns the next index.
-// Go decodes an unpaired surrogate escape as U+FFFD where nlohmann would reject the document.
-size_t CopyEscape(std::string_view s, size_t i, std::string* out) {
-  const int32_t unit = EscapedCodeUnit(s, i);
-  if (unit < 0) {  // a short escape, or a malformed one that both decoders reject
-    out->push_back('\\');
-    if (i + 1 < s.size() && At(s, i + 1) < 0x80) {
-      out->push_back(s[i + 1]);
-      return i + 2;
-    }
-    return i + 1;
-  }
-  if (IsHighSurrogate(unit) && IsLowSurrogate(EscapedCodeUnit(s, i + 6))) {
-    out->append(s.substr(i, 12));
-    return i + 12;
-  }
-  if (IsHighSurrogate(unit) || IsLowSurrogate(unit)) {
-    out->append("\\ufffd");
-  } else {
-    out->append(s.substr(i, 6));
-  }
-  return i + 6;
-}
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Whether `s` is exactly a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-bool IsJsonNumber(std::string_view s) {
-  size_t i = 0;
-  auto digits = [&] {
-    const size_t from = i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
-    return i > from;
-  };
-  if (i < s.size() && s[i] == '-') ++i;
-  if (i < s.size() && s[i] == '0') {
-    ++i;
-  } else if (!digits()) {
-    return false;
-  }
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    if (!digits()) return false;
-  }
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    if (!digits()) return false;
-  }
-  return i == s.size();
-}
-
-// Copies the number-like run at in[i] (outside strings); returns the next index. nlohmann
-// rejects a number that overflows a double (1e400) while Go only checks its syntax: no field of
-// ours is numeric, so any such number is either skipped or a type error, and 0 gives the same.
-size_t CopyNumber(std::string_view in, size_t i, std::string* out) {
-  size_t end = i;
-  auto in_number = [](char c) {
-    return IsDigit(c) || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
-  };
-  while (end < in.size() && in_number(in[end])) ++end;
-  const std::string token(in.substr(i, end - i));
-  const bool overflows = IsJsonNumber(token) && std::isinf(std::strtod(token.c_str(), nullptr));
-  out->append(overflows ? "0" : token);
-  return end;
-}
-
-// Go's decoder replaces each invalid UTF-8 byte, and each unpaired surrogate escape, with
-// U+FFFD, and accepts numbers too large for a double; nlohmann rejects all three. Rewriting them
-// first makes the two decoders agree. Outside strings invalid bytes stay a syntax error, as they
-// are for Go.
-std::string RepairLikeGoDecoder(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  bool in_string = false;
-  for (size_t i = 0; i < in.size();) {
-    const char c = in[i];
-    if (At(in, i) >= 0x80) {
-      Rune r = DecodeRune(in, i);
-      out.append(r.size == 1 ? std::string_view(kReplacementChar) : in.substr(i, r.size));
-      i += r.size;
-    } else if (in_string && c == '\\') {
-      i = CopyEscape(in, i, &out);
-    } else if (!in_string && (c == '-' || IsDigit(c))) {
-      i = CopyNumber(in, i, &out);
-    } else {
-      if (c == '"') in_string = !in_string;
-      out.push_back(c);
-      ++i;
-    }
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// encoding/json into the reference's structs, as an nlohmann SAX consumer.
-
-// Go 1.21+ foldName, restricted to what can equal an ASCII field name: ASCII upper-cased, plus
-// the four non-ASCII runes whose upper(lower(r)) is ASCII (ſ -> S, K-sign -> K, İ and ı -> I).
-std::string GoFoldName(std::string_view key) {
-  std::string out;
-  for (size_t i = 0; i < key.size();) {
-    Rune r = DecodeRune(key, i);
-    uint32_t folded = r.code;
-    if (r.code >= 'a' && r.code <= 'z') folded = r.code - ('a' - 'A');
-    if (r.code == 0x17F) folded = 'S';
-    if (r.code == 0x212A) folded = 'K';
-    if (r.code == 0x130 || r.code == 0x131) folded = 'I';
-    if (folded < 0x80) {
-      out.push_back(static_cast<char>(folded));
-    } else {
-      out.append(key.substr(i, r.size));
-    }
-    i += r.size;
-  }
-  return out;
-}
-
-// Which Go struct the document decodes into; it only changes which keys are fields and the
-// type names in error texts.
-struct GoTarget {
-  bool has_version_fields;
-  const char* struct_name;  // for "Go struct field <name>.<field>"
-  const char* type_name;    // for "Go value of type <type>"
-};
-constexpr GoTarget kPointerTarget = {true, "hotfixConfig", "main.hotfixConfig"};
-constexpr GoTarget kLenientTarget = {
-    false, "", "struct { Hotfixes map[string]string \"json:\\\"hotfixes\\\"\" }"};
-
-class GoStructDecoder {
- public:
-  explicit GoStructDecoder(const GoTarget& target) : target_(target) {}
-
-  bool null() { return Scalar("null", nullptr); }
-  bool boolean(bool) { return Scalar("bool", nullptr); }
-  bool number_integer(Json::number_integer_t) { return Scalar("number", nullptr); }
-  bool number_unsigned(Json::number_unsigned_t) { return Scalar("number", nullptr); }
-  bool number_float(Json::number_float_t, const std::string&) { return Scalar("number", nullptr); }
-  bool string(std::string& s) { return Scalar("string", &s); }
-  bool binary(Json::binary_t&) { return Scalar("string", nullptr); }  // not produced by JSON
-  bool start_object(std::size_t) { return Open(/*object=*/true); }
-  bool end_object() { return Close(); }
-  bool start_array(std::size_t) { return Open(/*object=*/false); }
-  bool end_array() { return Close(); }
-  bool key(std::string& k);
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e);
-
-  // Go checks the syntax of the whole document before decoding, so a syntax error wins over
-  // a type error; of several type errors the first is reported.
-  Status Result() const { return syntax_error_.ok() ? type_error_ : syntax_error_; }
-  const HotfixPointer& pointer() const { return pointer_; }
-
- private:
-  // What the next value is decoded into.
-  enum class Slot { kTop, kVersion, kScriptsVersion, kHotfixes, kMapValue, kIgnored };
-  // The containers we are inside; values inside kSkipped ones are discarded.
-  enum class Frame { kStruct, kMap, kSkipped };
-
-  bool Scalar(const char* kind, const std::string* text);
-  bool Open(bool object);
-  bool Close() {
-    frames_.pop_back();
-    return true;
-  }
-  bool Skipping() const { return !frames_.empty() && frames_.back() == Frame::kSkipped; }
-  Slot FieldFor(std::string_view key) const;
-  void TypeError(const char* kind);
-
-  const GoTarget& target_;
-  std::vector<Frame> frames_;
-  Slot slot_ = Slot::kTop;
-  std::string map_key_;
-  HotfixPointer pointer_;
-  Status type_error_;
-  Status syntax_error_;
-};
-
-GoStructDecoder::Slot GoStructDecoder::FieldFor(std::string_view key) const {
-  const std::string folded = GoFoldName(key);
-  if (folded == "HOTFIXES") return Slot::kHotfixes;
-  if (target_.has_version_fields && folded == "VERSION") return Slot::kVersion;
-  if (target_.has_version_fields && folded == "SCRIPTS_VERSION") return Slot::kScriptsVersion;
-  return Slot::kIgnored;
-}
-
-void GoStructDecoder::TypeError(const char* kind) {
-  if (!type_error_.ok()) return;
-  std::string into;
-  switch (slot_) {
-    case Slot::kTop:
-      into = std::string("Go value of type ") + target_.type_name;
-      break;
-    case Slot::kVersion:
-      into = std::string("Go struct field ") + target_.struct_name + ".version of type string";
-      break;
-    case Slot::kScriptsVersion:
-      into =
-          std::string("Go struct field ") + target_.struct_name + ".scripts_version of type string";
-      break;
-    case Slot::kHotfixes:
-      into = std::string("Go struct field ") + target_.struct_name +
-             ".hotfixes of type map[string]string";
-      break;
-    case Slot::kMapValue:
-      into = std::string("Go struct field ") + target_.struct_name + ".hotfixes of type string";
-      break;
-    case Slot::kIgnored:
-      return;
-  }
-  type_error_ =
-      Status::InvalidArgument(std::string("json: cannot unmarshal ") + kind + " into " + into);
-}
-
-bool GoStructDecoder::Scalar(const char* kind, const std::string* text) {
-  if (Skipping()) return true;
-  const bool is_null = text == nullptr && std::string_view(kind) == "null";
-  switch (slot_) {
-    case Slot::kVersion:
-    case Slot::kScriptsVersion: {
-      std::string& field = slot_ == Slot::kVersion ? pointer_.version : pointer_.scripts_version;
-      if (text != nullptr) {
-        field = *text;
-      } else if (!is_null) {  // null leaves a string untouched
-        TypeError(kind);
-      }
-      break;
-    }
-    case Slot::kHotfixes:
-      if (is_null) {
-        pointer_.hotfixes.clear();  // null sets a map to nil
-      } else {
-        TypeError(kind);
-      }
-      break;
-    case Slot::kMapValue:
-      if (text != nullptr || is_null) {
-        pointer_.hotfixes[map_key_] = text != nullptr ? *text : "";  // null: the zero string
-      } else {
-        TypeError(kind);
-      }
-      break;
-    case Slot::kTop:
-      if (!is_null) TypeError(kind);  // top-level null leaves the zero value
-      break;
-    case Slot::kIgnored:
-      break;
-  }
-  return true;
-}
-
-bool GoStructDecoder::Open(bool object) {
-  if (frames_.size() >= kMaxNestingDepth) {
-    syntax_error_ = Status::InvalidArgument("exceeded max depth");
-    return false;
-  }
-  Frame frame = Frame::kSkipped;
-  if (!Skipping()) {
-    if (object && slot_ == Slot::kTop) {
-      frame = Frame::kStruct;
-    } else if (object && slot_ == Slot::kHotfixes) {
-      frame = Frame::kMap;  // a repeated "hotfixes" adds to the map, as Go does
-    } else {
-      TypeError(object ? "object" : "array");
-    }
-  }
-  frames_.push_back(frame);
-  return true;
-}
-
-bool GoStructDecoder::key(std::string& k) {
-  if (frames_.back() == Frame::kStruct) {
-    slot_ = FieldFor(k);
-  } else if (frames_.back() == Frame::kMap) {
-    slot_ = Slot::kMapValue;
-    map_key_ = k;
-  }
-  return true;
-}
-
-bool GoStructDecoder::parse_error(std::size_t, const std::string&,
-                                  const nlohmann::detail::exception& e) {
-  syntax_error_ = Status::InvalidArgument(JsonErrorText(e));
-  return false;
-}
-
-StatusOr<HotfixPointer> DecodeGoStruct(std::string_view json, const GoTarget& target) {
-  GoStructDecoder decoder(target);
-  const std::string text = RepairLikeGoDecoder(json);
-  try {
-    Json::sax_parse(text, &decoder);
-  } catch (const Json::exception& e) {  // not expected from sax_parse; never let it escape
-    return Status::InvalidArgument(e.what());
-  }
-  Status status = decoder.Result();
-  if (!status.ok()) return status;
-  return decoder.pointer();
-}
 
 }  // namespace
 
-std::string_view TrimSpaceLikeGo(std::string_view s) { return GoTrimSpace(s); }
-
-std::string ReplaceInvalidUtf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    Rune r = DecodeRune(text, i);
-    out.append(r.size == 1 && At(text, i) >= 0x80 ? std::string_view(kReplacementChar)
-                                                  : text.substr(i, r.size));
-    i += r.size;
-  }
-  return out;
-}
-
-std::string EscapeJsonLikeGo(std::string_view compact_json) {
-  std::string out;
-  out.reserve(compact_json.size());
-  for (size_t i = 0; i < compact_json.size(); ++i) {
-    const char c = compact_json[i];
-    if (c == '<') {
-      out += "\\u003c";
-    } else if (c == '>') {
-      out += "\\u003e";
-    } else if (c == '&') {
-      out += "\\u0026";
-    } else if (compact_json.substr(i, 3) == "\xE2\x80\xA8") {
-      out += "\\u2028";
-      i += 2;
-    } else if (compact_json.substr(i, 3) == "\xE2\x80\xA9") {
-      out += "\\u2029";
-      i += 2;
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
 StatusOr<HotfixPointer> ParseHotfixPointer(std::string_view json) {
-  std::string_view trimmed = GoTrimSpace(json);
+  std::string_view trimmed = TrimSpaceLikeGo(json);
   if (trimmed.empty()) return HotfixPointer{};
-  StatusOr<HotfixPointer> pointer = DecodeGoStruct(trimmed, kPointerTarget);
+  StatusOr<HotfixPointer> pointer = DecodeLikeGo(trimmed, GoHotfixStruct::kHotfixConfig);
   if (!pointer.ok()) return pointer.status().Annotate("unmarshaling hotfix pointer JSON");
   return pointer;
 }
 
 StatusOr<HotfixMap> DecodeLenientHotfixes(std::string_view json) {
-  StatusOr<HotfixPointer> decoded = DecodeGoStruct(json, kLenientTarget);
+  StatusOr<HotfixPointer> decoded = DecodeLikeGo(json, GoHotfixStruct::kColdStart);
   if (!decoded.ok()) return decoded.status();
   return std::move(decoded->hotfixes);
 }
@@ -589,28 +50,28 @@ StatusOr<HotfixPointer> ReadHotfixPointer(const std::string& path) {
     if (content.status().IsNotFound()) return HotfixPointer{};
     return content.status();
   }
-  if (GoTrimSpace(*content).empty()) return HotfixPointer{};
+  if (TrimSpaceLikeGo(*content).empty()) return HotfixPointer{};
   // The reference decodes the untrimmed bytes here, unlike the served body.
-  StatusOr<HotfixPointer> pointer = DecodeGoStruct(*content, kPointerTarget);
+  StatusOr<HotfixPointer> pointer = DecodeLikeGo(*content, GoHotfixStruct::kHotfixConfig);
   if (!pointer.ok()) return pointer.status().Annotate("parsing hotfix config " + path);
   return pointer;
 }
 
 StatusOr<std::string> HotfixBaseFromVersion(std::string_view version) {
-  std::string_view v = GoTrimSpace(version);
+  std::string_view v = TrimSpaceLikeGo(version);
   const size_t first = v.find('.');
   const size_t second = first == std::string_view::npos ? first : v.find('.', first + 1);
   // strings.SplitN(v, ".", 3): the third part keeps any further dots.
   if (second == std::string_view::npos || first == 0 || second == first + 1 ||
       second + 1 == v.size()) {
-    return Status::InvalidArgument("version " + GoQuote(version) +
+    return Status::InvalidArgument("version " + QuoteLikeGo(version) +
                                    " is not in YYYYMM.DD.PATCH form");
   }
   return std::string(v.substr(0, second));
 }
 
 std::string ResolveVersion(const HotfixPointer& pointer, std::string_view current, Logger& log) {
-  if (pointer.hotfixes.empty()) return std::string(GoTrimSpace(pointer.version));
+  if (pointer.hotfixes.empty()) return std::string(TrimSpaceLikeGo(pointer.version));
   // The map is authoritative: no entry for this base means no hotfix (default deny).
   StatusOr<std::string> base = HotfixBaseFromVersion(current);
   if (!base.ok()) {
@@ -619,7 +80,7 @@ std::string ResolveVersion(const HotfixPointer& pointer, std::string_view curren
     return "";
   }
   auto it = pointer.hotfixes.find(*base);
-  return it == pointer.hotfixes.end() ? "" : std::string(GoTrimSpace(it->second));
+  return it == pointer.hotfixes.end() ? "" : std::string(TrimSpaceLikeGo(it->second));
 }
 
 }  // namespace hotfix::node

@@ -38,17 +38,6 @@ std::string SerializeHotfixPointer(const HotfixPointer& pointer);
 // trimmed; the error is the decoder's own text, without a prefix.
 StatusOr<HotfixMap> DecodeLenientHotfixes(std::string_view json);
 
-// json.Marshal's extra escaping applied to compact JSON from nlohmann::json::dump: '<', '>',
-// '&', U+2028 and U+2029 become \u escapes. Used by every writer of Go-compatible JSON.
-std::string EscapeJsonLikeGo(std::string_view compact_json);
-
-// Every byte that does not start a valid UTF-8 sequence becomes U+FFFD, as Go's JSON codec
-// does, so that nlohmann (which refuses invalid UTF-8) can encode any string.
-std::string ReplaceInvalidUtf8(std::string_view text);
-
-// strings.TrimSpace: Unicode white space at both ends, as every Go reader of these values trims.
-std::string_view TrimSpaceLikeGo(std::string_view s);
-
 // The pointer file as download-hotfix reads it: a missing or blank file is the zero pointer;
 // other read errors and bad JSON are errors ("parsing hotfix config <path>: …").
 StatusOr<HotfixPointer> ReadHotfixPointer(const std::string& path);

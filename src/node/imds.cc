@@ -1,11 +1,12 @@
 #include "node/imds.h"
 
-#include <algorithm>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/host_port.h"
+#include "common/text.h"
 #include "wire/tcp.h"
 
 namespace hotfix::node {
@@ -59,23 +60,17 @@ StatusOr<HttpUrl> ParseHttpUrl(std::string_view url) {
   }
   if (out.host.empty()) return bad("no host");
   if (!port.empty()) {
-    int value = 0;
-    for (char c : port) {
-      if (c < '0' || c > '9' || value > 65535) return bad("bad port");
-      value = value * 10 + (c - '0');
-    }
-    if (value == 0 || value > 65535) return bad("bad port");
-    out.port = static_cast<uint16_t>(value);
+    const std::optional<uint16_t> value = ParsePort(port);
+    if (!value) return bad("bad port");
+    out.port = *value;
   }
   return out;
 }
 
 std::string RequestBytes(const HttpUrl& url) {
   http::request<http::empty_body> req{http::verb::get, url.target, 11};
-  const bool v6 = url.host.find(':') != std::string::npos;
-  req.set(http::field::host, url.port != 80 ? wire::JoinHostPort(url.host, url.port)
-                             : v6           ? "[" + url.host + "]"
-                                            : url.host);
+  req.set(http::field::host,
+          url.port != 80 ? JoinHostPort(url.host, url.port) : BracketHost(url.host));
   req.set("Metadata", "true");
   req.set(http::field::accept, "application/json");
   req.set(http::field::user_agent, "hotfix-agent");
@@ -146,10 +141,7 @@ StatusOr<Secret> ParseAttestedDocument(std::string_view body) {
   // Go's encoding/json matches keys case-insensitively; the last match wins.
   const nlohmann::json* signature = nullptr;
   for (const auto& [key, value] : doc.items()) {
-    std::string lower(key);
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (lower == "signature") signature = &value;
+    if (AsciiLower(key) == "signature") signature = &value;
   }
   if (signature != nullptr && !signature->is_null() && !signature->is_string()) {
     return Status::InvalidArgument("decoding imds response: signature is not a string");

@@ -1,5 +1,6 @@
 // The node's identity: the signature of the VM's attested document from the Azure Instance
-// Metadata Service (reference §1.4).
+// Metadata Service (AgentBaker: aks-node-controller/checkhotfix.go fetchIMDSAttestedToken and
+// common/httpclient.go RetryStringFetch).
 #pragma once
 
 #include <atomic>

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "akslivepatching/v1/live_patching.pb.h"
+#include "common/host_port.h"
 #include "node/lps_target.h"
 #include "wire/grpc_unary.h"
 #include "wire/http_proxy.h"
@@ -12,7 +13,9 @@
 namespace hotfix::node {
 namespace {
 
-constexpr uint16_t kApiServerPort = 443;  // the reference always dials 443 (§1.3.2)
+// The reference always dials 443 (lpsAPIServerPort, AgentBaker's
+// aks-node-controller/checkhotfix_grpc.go dialLPSGRPC).
+constexpr uint16_t kApiServerPort = 443;
 constexpr char kAlpnLivePatching[] = "aks-live-patching";
 constexpr char kAlpnH2[] = "h2";
 constexpr char kMethodPath[] = "/akslivepatching.v1.LivePatchingService/GetComponentConfig";
@@ -29,26 +32,15 @@ FetchResult LocalError(const Status& status) {
   return r;
 }
 
-// "HOST:PORT" (or "[v6]:PORT") of --connect-to.
+// "HOST:PORT" (or "[v6]:PORT") of --connect-to, split as Go's net.SplitHostPort.
 StatusOr<std::pair<std::string, uint16_t>> ParseConnectTo(const std::string& value) {
-  auto colon = value.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == value.size()) {
+  const std::optional<HostPort> split = SplitHostPort(value);
+  if (!split || split->host.empty() || split->port.empty()) {
     return Status::InvalidArgument("--connect-to " + value + ": want HOST:PORT");
   }
-  std::string host = value.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  int port = 0;
-  for (char c : value.substr(colon + 1)) {
-    if (c < '0' || c > '9' || port > 65535) {
-      return Status::InvalidArgument("--connect-to " + value + ": bad port");
-    }
-    port = port * 10 + (c - '0');
-  }
-  if (port == 0 || port > 65535)
-    return Status::InvalidArgument("--connect-to " + value + ": bad port");
-  return std::make_pair(host, static_cast<uint16_t>(port));
+  const std::optional<uint16_t> port = ParsePort(split->port);
+  if (!port) return Status::InvalidArgument("--connect-to " + value + ": bad port");
+  return std::make_pair(std::string(split->host), *port);
 }
 
 class GrpcLpsFetcher : public LpsFetcher {
@@ -104,8 +96,12 @@ class GrpcLpsFetcher : public LpsFetcher {
       return Status::InvalidArgument(
           "cluster CA unavailable from provision-config; refusing to fetch over unverified TLS");
     }
-    // The CA is parsed by the dial, off the critical path (OpenSSL's first use costs
-    // milliseconds); a CA without certificates fails it before any byte is sent.
+    // Parsed here, before IMDS is asked, so that a CA without a usable certificate stops the
+    // fetch without a request for the node's identity. The dial reuses the parsed anchors and
+    // still builds its TLS context (OpenSSL's costly first use) while it connects, in
+    // parallel with the IMDS request.
+    StatusOr<wire::TrustAnchors> anchors = wire::ParseTrustAnchors(target.ca_pem);
+    if (!anchors.ok()) return anchors.status();
 
     wire::TlsDialOptions dial;
     const std::string host = ApiServerHost(target.api_server_name);
@@ -126,7 +122,7 @@ class GrpcLpsFetcher : public LpsFetcher {
     dial.alpn = {kAlpnLivePatching, kAlpnH2};
     dial.required_alpn = kAlpnH2;
     dial.verify_name = options_.server_name;
-    dial.ca_pem = target.ca_pem;
+    dial.trust_anchors = std::make_shared<const wire::TrustAnchors>(std::move(*anchors));
     return dial;
   }
 
@@ -136,7 +132,7 @@ class GrpcLpsFetcher : public LpsFetcher {
     request.set_component_name(options_.component);
     wire::UnaryRequest call;
     // The port is always 443, which :authority leaves out; an IPv6 host is bracketed.
-    call.authority = host.find(':') == std::string::npos ? host : "[" + host + "]";
+    call.authority = BracketHost(host);
     call.path = kMethodPath;
     call.user_agent = options_.user_agent;
     call.metadata.push_back({kAuthorizationKey, token.reveal(), /*sensitive=*/true});

@@ -1,6 +1,6 @@
 // Where to reach the live-patching service: the apiserver FQDN and the cluster CA, from the
 // AKSNodeConfig JSON or, when that file does not exist, from aks-node-controller-nbc-cmd.sh
-// (reference §1.3).
+// (AgentBaker: aks-node-controller/checkhotfix.go lpsTargetFromNodeConfig).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "node/hotfix_pointer.h"
+#include "node/node_config_json.h"
 
 namespace hotfix::node {
 
@@ -28,28 +29,14 @@ struct LpsTarget {
 StatusOr<LpsTarget> ResolveLpsTarget(const std::string& node_config_path,
                                      const std::string& nbc_cmd_path, Logger& log);
 
-// The fields of AKSNodeConfig that check-hotfix reads, decoded with protojson's rules: each
-// field under its proto name or its JSON name, unknown fields ignored, duplicates and type
-// mismatches are errors. On an error, the fields decoded before it are kept (a sub-message
-// only if it decoded completely) and parse_error says what was wrong.
-struct NodeConfigFields {
-  std::string api_server_name;
-  std::string kubernetes_ca_cert;  // base64 of PEM, as stored
-  std::string parse_error;         // empty when the document decoded cleanly
-};
-NodeConfigFields ParseNodeConfigFields(std::string_view json);
-
 // The cold-start pointer: a top-level "hotfixes" map in the node config, decoded leniently.
 // nullopt when the file is missing or the map is absent, null or empty. Errors: "reading node
 // config <p>: …", "parsing cold-start hotfixes from node config: …".
 StatusOr<std::optional<HotfixMap>> ReadColdStartHotfixes(const std::string& node_config_path);
 
 // The apiserver name as host for SNI and dialing: Go's net.SplitHostPort host part when the
-// name splits, the raw name otherwise (reference §1.3.2). The configured port is dropped:
-// the service is always reached on 443.
+// name splits, the raw name otherwise (AgentBaker: aks-node-controller/checkhotfix_grpc.go
+// dialLPSGRPC). The configured port is dropped: the service is always reached on 443.
 std::string ApiServerHost(std::string_view api_server_name);
-
-// host:port with IPv6 bracketed, as Go's net.JoinHostPort.
-std::string JoinHostPort(std::string_view host, uint16_t port);
 
 }  // namespace hotfix::node

@@ -1,6 +1,7 @@
 // The scripts hotfix: the cloud-init `write_files` entries of
 // /opt/azure/containers/nodecustomdata.yml, applied when the pointer's scripts_version targets
-// this node (reference §2.6). Only write_files is read; every other key is ignored.
+// this node (AgentBaker: aks-node-controller/nodecustomdata.go applyNodeCustomData). Only
+// write_files is read; every other key is ignored.
 #pragma once
 
 #include <sys/types.h>

@@ -2,11 +2,11 @@
 
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <cerrno>
 
 #include "common/file_util.h"
-#include "node/hotfix_pointer.h"
+#include "common/text.h"
+#include "node/go_json.h"
 
 namespace hotfix::node {
 namespace {
@@ -62,9 +62,7 @@ StatusOr<PackageManager> DetectPackageManager(const std::string& os_release_path
   for (const std::string& line : Lines(*content)) {
     std::string_view trimmed = TrimSpaceLikeGo(line);
     if (trimmed.substr(0, 3) != "ID=") continue;
-    std::string id = StripDoubleQuotes(trimmed.substr(3));
-    std::transform(id.begin(), id.end(), id.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string id = AsciiLower(StripDoubleQuotes(trimmed.substr(3)));
     if (id == "ubuntu") return PackageManager::kApt;
     if (id == "azurelinux" || id == "mariner") {
       return FindOnPath("dnf").empty() ? PackageManager::kTdnf : PackageManager::kDnf;

@@ -1,5 +1,6 @@
 // Which package manager installs the hotfix on this OS, and the exact commands it runs
-// (reference §2.7–2.8), plus the version check we add before staging.
+// (AgentBaker: aks-node-controller/hotfix.go detectPackageManager, installWithApt and the
+// dnf/tdnf installs), plus the version check we add before staging.
 #pragma once
 
 #include <string>

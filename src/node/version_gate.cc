@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "node/hotfix_pointer.h"
+#include "node/go_json.h"
 
 namespace hotfix::node {
 namespace {

@@ -1,5 +1,6 @@
 // Whether a hotfix version applies to the running agent version: the gate download-hotfix
-// puts in front of every install (reference §2.5).
+// puts in front of every install (AgentBaker: aks-node-controller/hotfix.go
+// shouldUpgradeToHotfix).
 #pragma once
 
 #include <cstdint>

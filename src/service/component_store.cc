@@ -141,38 +141,22 @@ std::optional<std::string> ComponentOfEntry(std::string_view name) {
   return std::string(name.substr(0, name.size() - kJsonSuffix.size()));
 }
 
-enum class EntryResult { kValid, kRefused, kGone };
-
-// Reads and validates one `<component>.json`, following symlinks. A file that vanished
-// since readdir (a ConfigMap key removed, its symlink left dangling for a moment) is gone,
-// not refused.
-EntryResult LoadEntry(const std::string& dir, size_t max_file_bytes, const std::string& file,
-                      const std::string& component, ComponentConfig* config, std::string* why) {
+// Reads and validates one `<component>.json`, following symlinks. NotFound: the file vanished
+// since readdir (a ConfigMap key removed, its symlink left dangling for a moment), so it is
+// gone, not refused; any other error refuses it.
+StatusOr<ComponentConfig> LoadEntry(const std::string& dir, size_t max_file_bytes,
+                                    const std::string& file, const std::string& component) {
   const std::string path = dir + "/" + file;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return EntryResult::kGone;
-    *why = Status::FromErrno("stat " + path, errno).message();
-    return EntryResult::kRefused;
+    if (errno == ENOENT) return Status::NotFound(path + ": gone");
+    return Status::FromErrno("stat " + path, errno);
   }
   // A FIFO or device would block or stream forever on the watcher thread.
-  if (!S_ISREG(st.st_mode)) {
-    *why = path + ": not a regular file";
-    return EntryResult::kRefused;
-  }
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
   StatusOr<std::string> read = ReadFileToString(path, max_file_bytes);
-  if (!read.ok()) {
-    if (read.status().IsNotFound()) return EntryResult::kGone;
-    *why = read.status().message();
-    return EntryResult::kRefused;
-  }
-  StatusOr<ComponentConfig> parsed = ParseComponentConfig(component, *read);
-  if (!parsed.ok()) {
-    *why = parsed.status().message();
-    return EntryResult::kRefused;
-  }
-  *config = std::move(parsed).value();
-  return EntryResult::kValid;
+  if (!read.ok()) return read.status();
+  return ParseComponentConfig(component, *read);
 }
 
 void ScanEntry(const std::string& dir, size_t max_file_bytes, const std::string& file,
@@ -183,18 +167,12 @@ void ScanEntry(const std::string& dir, size_t max_file_bytes, const std::string&
     scan->rejected[file] = file + ": " + Quote(*component) + " is not a valid component name";
     return;
   }
-  ComponentConfig config;
-  std::string why;
-  switch (LoadEntry(dir, max_file_bytes, file, *component, &config, &why)) {
-    case EntryResult::kValid:
-      scan->valid[*component] = std::make_shared<const ComponentConfig>(std::move(config));
-      break;
-    case EntryResult::kRefused:
-      scan->refused.insert(*component);
-      scan->rejected[file] = std::move(why);
-      break;
-    case EntryResult::kGone:
-      break;
+  StatusOr<ComponentConfig> config = LoadEntry(dir, max_file_bytes, file, *component);
+  if (config.ok()) {
+    scan->valid[*component] = std::make_shared<const ComponentConfig>(std::move(config).value());
+  } else if (!config.status().IsNotFound()) {
+    scan->refused.insert(*component);
+    scan->rejected[file] = config.status().message();
   }
 }
 

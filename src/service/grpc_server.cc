@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "common/openssl.h"
+#include "common/unique_fd.h"
 #include "wire/tcp.h"
 
 namespace hotfix::service {
@@ -49,14 +50,14 @@ constexpr uint64_t kFirstListenerId = 1;
 constexpr uint64_t kFirstConnectionId = 1 << 20;
 
 struct Listener {
-  wire::Fd fd;
+  UniqueFd fd;
   uint16_t port = 0;
   bool tls = true;
   bool open_while_draining = false;
   GrpcHandler* handler = nullptr;
 };
 
-StatusOr<wire::Fd> BindListener(const ListenerSpec& spec, uint16_t* port) {
+StatusOr<UniqueFd> BindListener(const ListenerSpec& spec, uint16_t* port) {
   const std::string& address = spec.address;
   size_t colon = address.rfind(':');
   if (colon == std::string::npos) {
@@ -77,7 +78,7 @@ StatusOr<wire::Fd> BindListener(const ListenerSpec& spec, uint16_t* port) {
     return Status::InvalidArgument(spec.flag + " " + address + ": " + gai_strerror(rv));
   }
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owner(found, freeaddrinfo);
-  wire::Fd fd(socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  UniqueFd fd(socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Status::FromErrno(spec.flag + " " + address + ": socket", errno);
   int one = 1;
   // SO_REUSEADDR only (restart while old connections are in TIME_WAIT); never SO_REUSEPORT.
@@ -166,7 +167,7 @@ class GrpcServer::Impl::Loop {
  private:
   struct Connection {
     uint64_t id = 0;
-    wire::Fd fd;
+    UniqueFd fd;
     ossl::SslPtr ssl;  // null for h2c
     bool handshaking = false;
     SteadyClock::time_point handshake_deadline;
@@ -197,8 +198,8 @@ class GrpcServer::Impl::Loop {
 
   Impl* server_;
   int index_;
-  wire::Fd epoll_;
-  wire::Fd wake_;
+  UniqueFd epoll_;
+  UniqueFd wake_;
   std::thread thread_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   size_t draining_connections_ = 0;  // of connections_, those a drain waits for
@@ -219,8 +220,8 @@ class GrpcServer::Impl::Loop {
 GrpcServer::Impl::Loop::~Loop() { Join(); }
 
 Status GrpcServer::Impl::Loop::Init() {
-  epoll_ = wire::Fd(epoll_create1(EPOLL_CLOEXEC));
-  wake_ = wire::Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+  wake_ = UniqueFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (epoll_.get() < 0 || wake_.get() < 0) return Status::FromErrno("epoll/eventfd", errno);
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -322,7 +323,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
       }
       return;  // EAGAIN: the backlog is empty
     }
-    wire::Fd owned(fd);
+    UniqueFd owned(fd);
     server.fd_exhausted.store(false);
     std::string bucket_key;
     std::string peer = PeerName(addr, &bucket_key);
@@ -412,9 +413,8 @@ void GrpcServer::Impl::Loop::Handshake(Connection* conn) {
     UpdateInterest(conn, error == SSL_ERROR_WANT_WRITE);
     return;
   }
-  std::string why = ossl::DrainErrors();
   server_->Report(TransportEvent::kHandshakeFailed, conn->peer,
-                  why.empty() ? "the peer closed the connection" : why);
+                  ossl::DrainErrorsOr("the peer closed the connection"));
   Close(conn);
 }
 
@@ -592,7 +592,7 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
   for (const ListenerSpec& spec : o.listeners) {
     if (spec.tls && o.tls == nullptr) return Status::Internal("a TLS listener needs a context");
     auto listener = std::make_unique<Listener>();
-    StatusOr<wire::Fd> fd = BindListener(spec, &listener->port);
+    StatusOr<UniqueFd> fd = BindListener(spec, &listener->port);
     if (!fd.ok()) return fd.status();
     listener->fd = std::move(*fd);
     listener->tls = spec.tls;

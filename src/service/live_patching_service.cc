@@ -1,10 +1,7 @@
 #include "service/live_patching_service.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cstdio>
-
 #include "akslivepatching/v1/live_patching.pb.h"
+#include "common/text.h"
 #include "service/access_log.h"
 
 namespace hotfix::service {
@@ -21,36 +18,16 @@ GrpcStatus Refuse(GrpcCode code, std::string message) {
 // Long enough for any valid name (64) plus a hint of what an invalid one was.
 constexpr size_t kMaxEchoedNameBytes = 80;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-// A caller-supplied string made safe to echo in a message or log: printable ASCII, anything
-// else as \xNN, cut at max bytes.
+// A caller-supplied string made safe to echo in a message or log (common/text.h).
 std::string Printable(std::string_view s, size_t max = kMaxEchoedNameBytes) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < max; ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\' && c != '"') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    }
-  }
-  if (s.size() > max) out += "...";
-  return out;
+  return EscapeForMessage(s, max);
 }
 
 }  // namespace
 
 LivePatchingServiceImpl::LivePatchingServiceImpl(LivePatchingServiceOptions options)
     : options_(std::move(options)) {
-  for (const std::string& s : options_.allowed_subscriptions) allowed_.insert(Lower(s));
+  for (const std::string& s : options_.allowed_subscriptions) allowed_.insert(AsciiLower(s));
 }
 
 bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision* decision) {
@@ -76,7 +53,7 @@ bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision*
 }
 
 bool LivePatchingServiceImpl::Authorize(CallDecision* decision) const {
-  if (allowed_.empty() || allowed_.count(Lower(decision->identity.subscription_id)) != 0) {
+  if (allowed_.empty() || allowed_.count(AsciiLower(decision->identity.subscription_id)) != 0) {
     return true;
   }
   decision->status = Refuse(GrpcCode::kPermissionDenied,

@@ -2,308 +2,22 @@
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/pkcs7.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <cstring>
-#include <ctime>
-#include <exception>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <nlohmann/json.hpp>
-#include <shared_mutex>
-#include <unordered_map>
 #include <utility>
 
-#include "common/base64.h"
 #include "common/openssl.h"
-#include "service/signer_cache.h"
+#include "service/attested_content.h"
+#include "service/identity_cache.h"
+#include "service/signed_document.h"
 
 namespace hotfix::service {
 namespace {
 
 using Clock = std::chrono::system_clock;
 using TimePoint = Clock::time_point;
-
-// A node's clock may run ahead of ours; a document from further ahead than this was not
-// issued by an IMDS we agree with about the time.
-constexpr auto kMaxFutureSkew = std::chrono::minutes(5);
-
-using ossl::BioPtr;
 using ossl::MdPtr;
-using ossl::Pkcs7Ptr;
-using ossl::StorePtr;
-using ossl::X509Ptr;
-struct FreeX509Stack {  // sk_X509_free is a macro, so not a Deleter<> argument
-  void operator()(STACK_OF(X509) * stack) const { sk_X509_free(stack); }
-};
-using SignerStack = std::unique_ptr<STACK_OF(X509), FreeX509Stack>;
-using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, ossl::Deleter<X509_STORE_CTX_free>>;
-
-// OpenSSL's error queue, drained (ossl::DrainErrors), for a refusal's message.
-std::string DrainErrors() {
-  std::string errors = ossl::DrainErrors();
-  return errors.empty() ? "no OpenSSL error queued" : errors;
-}
-
-// ---- Trust roots ------------------------------------------------------------------------
-
-StatusOr<StorePtr> LoadTrustRoots(std::string_view pem) {
-  StorePtr store(X509_STORE_new());
-  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  if (!store || !bio) return Status::Internal("allocating the trust store: " + DrainErrors());
-  int added = 0;
-  while (X509Ptr cert{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)}) {
-    if (X509_STORE_add_cert(store.get(), cert.get()) != 1) {
-      return Status::InvalidArgument("adding a trust root: " + DrainErrors());
-    }
-    ++added;
-  }
-  ERR_clear_error();  // the loop ends on a queued "no start line"
-  if (added == 0) {
-    return Status::InvalidArgument("attested document trust roots: no PEM certificate found");
-  }
-  // PKCS7_verify would otherwise check the chain for S/MIME signing (an emailProtection EKU
-  // when an EKU is present). IMDS's signer is a TLS-style certificate for metadata.azure.com
-  // (EKU serverAuth/clientAuth); what binds it to IMDS is the chain plus the name check, so
-  // the purpose is "any". CA constraints on the chain are still enforced.
-  X509_STORE_set_purpose(store.get(), X509_PURPOSE_ANY);
-  return store;
-}
-
-// ---- Signature layer --------------------------------------------------------------------
-
-SignedDocument Refuse(IdentityFailure failure, Status error) {
-  ERR_clear_error();
-  SignedDocument out;
-  out.failure = failure;
-  out.error = std::move(error);
-  return out;
-}
-
-SignedDocument Malformed(std::string what) {
-  return Refuse(IdentityFailure::kMalformed, Status::InvalidArgument("attested document " + what));
-}
-
-// Exactly one DER PKCS#7 SignedData over embedded id-data content, nothing after it.
-StatusOr<Pkcs7Ptr> ParseSignedData(std::string_view der) {
-  const auto* p = reinterpret_cast<const unsigned char*>(der.data());
-  const auto* end = p + der.size();
-  Pkcs7Ptr p7(d2i_PKCS7(nullptr, &p, static_cast<long>(der.size())));
-  if (!p7) return Status::InvalidArgument("is not DER PKCS#7: " + DrainErrors());
-  if (p != end) return Status::InvalidArgument("has bytes after the PKCS#7 structure");
-  if (!PKCS7_type_is_signed(p7.get())) return Status::InvalidArgument("is not PKCS#7 SignedData");
-  // IMDS embeds the document; detached SignedData would have us verify nothing.
-  PKCS7* inner = p7->d.sign == nullptr ? nullptr : p7->d.sign->contents;
-  if (inner == nullptr || !PKCS7_type_is_data(inner) || PKCS7_get_detached(p7.get())) {
-    return Status::InvalidArgument("does not embed its signed content");
-  }
-  return p7;
-}
-
-bool ParametersAbsentOrNull(const X509_ALGOR* alg) {
-  int type = V_ASN1_UNDEF;
-  X509_ALGOR_get0(nullptr, &type, nullptr, alg);
-  return type == V_ASN1_UNDEF || type == V_ASN1_NULL;
-}
-
-std::string AlgorithmName(const X509_ALGOR* alg) {
-  char name[80];
-  OBJ_obj2txt(name, sizeof(name), alg->algorithm, 0);
-  return name;
-}
-
-// PKCS#7 signs the content and the signed attributes, not the envelope around them: the
-// versions, the algorithm identifiers and their parameters can change without breaking the
-// signature, and PKCS7_verify reads few of them. Each such variant of a genuine document would
-// cost a full verification and a cache entry of its own, so only the one spelling IMDS (and
-// OpenSSL's PKCS7_sign) produces is accepted, checked before any signature work: DER that
-// re-encodes to itself, version 1 throughout, one SignerInfo, a SHA-2 digest with absent or NULL
-// parameters listed alone in digestAlgorithms, and a signature algorithm that fits the signer's
-// key and digest. CheckCanonical is the first half, CheckEnvelope the rest.
-Status CheckCanonical(PKCS7* p7, std::string_view der) {
-  unsigned char* encoded = nullptr;
-  int n = i2d_PKCS7(p7, &encoded);
-  bool canonical = n > 0 && static_cast<size_t>(n) == der.size() &&
-                   std::memcmp(encoded, der.data(), der.size()) == 0;
-  OPENSSL_free(encoded);
-  if (!canonical) return Status::InvalidArgument("is not in DER's single encoding");
-  return Status::Ok();
-}
-
-// `certs` is where the signer's certificate is looked up: the document's own (what
-// PKCS7_cert_from_signer_info searches) or, for a document parsed without it, a stack
-// holding the cached certificate whose exact bytes it embeds.
-Status CheckEnvelope(PKCS7* p7, STACK_OF(X509) * certs) {
-  PKCS7_SIGNED* signed_data = p7->d.sign;
-  if (long v = ASN1_INTEGER_get(signed_data->version); v != 1) {
-    return Status::InvalidArgument("has SignedData version " + std::to_string(v) + ", not 1");
-  }
-  STACK_OF(PKCS7_SIGNER_INFO)* infos = PKCS7_get_signer_info(p7);
-  if (int count = sk_PKCS7_SIGNER_INFO_num(infos); count != 1) {
-    return Status::InvalidArgument("has " + std::to_string(std::max(count, 0)) +
-                                   " SignerInfos, not 1");
-  }
-  PKCS7_SIGNER_INFO* info = sk_PKCS7_SIGNER_INFO_value(infos, 0);
-  if (long v = ASN1_INTEGER_get(info->version); v != 1) {
-    return Status::InvalidArgument("has SignerInfo version " + std::to_string(v) + ", not 1");
-  }
-  const X509_ALGOR* digest = info->digest_alg;
-  int digest_nid = OBJ_obj2nid(digest->algorithm);
-  if (digest_nid != NID_sha256 && digest_nid != NID_sha384 && digest_nid != NID_sha512) {
-    return Status::InvalidArgument("digest algorithm " + AlgorithmName(digest) +
-                                   " is not SHA-256, SHA-384 or SHA-512");
-  }
-  if (!ParametersAbsentOrNull(digest)) {
-    return Status::InvalidArgument("digest algorithm parameters are neither absent nor NULL");
-  }
-  if (sk_X509_ALGOR_num(signed_data->md_algs) != 1 ||
-      X509_ALGOR_cmp(sk_X509_ALGOR_value(signed_data->md_algs, 0), digest) != 0) {
-    return Status::InvalidArgument("digestAlgorithms is not exactly the signer's digest");
-  }
-  const X509_ALGOR* signature = info->digest_enc_alg;
-  if (!ParametersAbsentOrNull(signature)) {
-    return Status::InvalidArgument("signature algorithm parameters are neither absent nor NULL");
-  }
-  // A bare key type (rsaEncryption, what PKCS7_sign writes for RSA) or a combined one
-  // (ecdsa-with-SHA256) whose digest must then be the SignerInfo's.
-  int signature_nid = OBJ_obj2nid(signature->algorithm);
-  int signature_digest = NID_undef;
-  int signature_key = signature_nid;
-  if (OBJ_find_sigid_algs(signature_nid, &signature_digest, &signature_key) == 1 &&
-      signature_digest != digest_nid) {
-    return Status::InvalidArgument("signature algorithm " + AlgorithmName(signature) +
-                                   " does not use the SignerInfo's digest");
-  }
-  // PKCS7_cert_from_signer_info's lookup, on `certs`.
-  X509* signer = X509_find_by_issuer_and_serial(certs, info->issuer_and_serial->issuer,
-                                                info->issuer_and_serial->serial);
-  if (signer == nullptr) return Status::InvalidArgument("does not carry its signer's certificate");
-  // The lookup above compares names canonically (case and spaces folded), so the SignerInfo's
-  // issuer could be spelled differently from the certificate's; only the exact bytes pass.
-  const unsigned char* named = nullptr;
-  const unsigned char* issued = nullptr;
-  size_t named_len = 0;
-  size_t issued_len = 0;
-  if (X509_NAME_get0_der(info->issuer_and_serial->issuer, &named, &named_len) != 1 ||
-      X509_NAME_get0_der(X509_get_issuer_name(signer), &issued, &issued_len) != 1 ||
-      named_len != issued_len || std::memcmp(named, issued, named_len) != 0) {
-    return Status::InvalidArgument("SignerInfo names its issuer unlike the signer's certificate");
-  }
-  EVP_PKEY* key = X509_get0_pubkey(signer);
-  if (key == nullptr || signature_nid == NID_undef || signature_key != EVP_PKEY_get_base_id(key)) {
-    return Status::InvalidArgument("signature algorithm " + AlgorithmName(signature) +
-                                   " does not fit the signer's key");
-  }
-  return Status::Ok();
-}
-
-// ASN1_TIME -> time_point without timegm (the calendar arithmetic is std::chrono's).
-TimePoint NotAfter(X509* cert) {
-  std::tm tm{};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) != 1) return TimePoint::min();
-  using namespace std::chrono;
-  year_month_day day{year(tm.tm_year + 1900), month(static_cast<unsigned>(tm.tm_mon + 1)),
-                     std::chrono::day(static_cast<unsigned>(tm.tm_mday))};
-  return sys_days(day) + hours(tm.tm_hour) + minutes(tm.tm_min) + seconds(tm.tm_sec);
-}
-
-std::string SubjectOf(X509* cert) {
-  char name[256];
-  X509_NAME_oneline(X509_get_subject_name(cert), name, sizeof(name));
-  return name;
-}
-
-// The token's DER: strict base64, one line.
-StatusOr<std::string> DecodeToken(std::string_view token) {
-  // gRPC metadata cannot carry line breaks anyway; refusing them keeps one spelling per
-  // document rather than relying on the decoder skipping them.
-  if (token.find_first_of("\r\n") != std::string_view::npos) {
-    return Status::InvalidArgument("attested document is not base64 (line break)");
-  }
-  StatusOr<std::string> der = DecodeStdBase64(token);
-  if (!der.ok()) {
-    return Status::InvalidArgument("attested document is not base64: " + der.status().message());
-  }
-  return der;
-}
-
-// The full check of a document's DER, the reference for the signer cache's shortcut
-// (AttestedDocumentAuthenticator::VerifyWithCachedSigner). When `verified` is not null and
-// the document verified, it receives the parsed document, for the signer cache to take the
-// signer certificate from.
-SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::string_view signer_name,
-                              Pkcs7Ptr* verified) {
-  StatusOr<Pkcs7Ptr> p7 = ParseSignedData(der);
-  if (!p7.ok()) return Malformed(p7.status().message());
-  PKCS7* signed_data = p7->get();
-  if (Status form = CheckCanonical(signed_data, der); !form.ok()) {
-    return Malformed(form.message());
-  }
-  if (Status form = CheckEnvelope(signed_data, signed_data->d.sign->cert); !form.ok()) {
-    return Malformed(form.message());
-  }
-
-  // The embedded certificates (no NOINTERN: IMDS ships its signer in the document) are
-  // untrusted chain material; trust comes only from `roots`. BINARY: the content is JSON
-  // bytes, not S/MIME text to canonicalise.
-  BioPtr content(BIO_new(BIO_s_mem()));
-  if (PKCS7_verify(signed_data, nullptr, roots, nullptr, content.get(), PKCS7_BINARY) != 1) {
-    return Refuse(
-        IdentityFailure::kUntrustedSigner,
-        Status::PermissionDenied("attested document signature does not verify: " + DrainErrors()));
-  }
-  SignerStack signers(PKCS7_get0_signers(signed_data, nullptr, 0));
-  // One signer is what IMDS produces; with several, whose name would the identity carry?
-  if (!signers || sk_X509_num(signers.get()) != 1) {
-    return Malformed("has " + std::to_string(signers ? sk_X509_num(signers.get()) : 0) +
-                     " signers, not 1");
-  }
-  X509* signer = sk_X509_value(signers.get(), 0);
-  SignedDocument out;
-  out.signer_subject = SubjectOf(signer);
-  out.signer_not_after = NotAfter(signer);
-  if (!signer_name.empty() && X509_check_host(signer, signer_name.data(), signer_name.size(),
-                                              X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, nullptr) != 1) {
-    return Refuse(IdentityFailure::kWrongSigner,
-                  Status::PermissionDenied("attested document signer " + out.signer_subject +
-                                           " is not issued for " + std::string(signer_name) +
-                                           " (DNS subjectAltNames; CN only without them)"));
-  }
-  char* data = nullptr;
-  long len = BIO_get_mem_data(content.get(), &data);
-  out.content.assign(data == nullptr ? "" : data, len > 0 ? static_cast<size_t>(len) : 0);
-  ERR_clear_error();
-  if (verified != nullptr) *verified = std::move(p7).value();
-  return out;
-}
-
-SignedDocument CheckSignedDocument(std::string_view token, X509_STORE* roots,
-                                   std::string_view signer_name) {
-  StatusOr<std::string> der = DecodeToken(token);
-  if (!der.ok()) return Refuse(IdentityFailure::kMalformed, der.status());
-  return CheckSignedDer(*der, roots, signer_name, nullptr);
-}
-
-// ---- Content ----------------------------------------------------------------------------
-
-// Two ASCII digits at text[at], or -1.
-int TwoDigits(std::string_view text, size_t at) {
-  char a = text[at], b = text[at + 1];
-  if (a < '0' || a > '9' || b < '0' || b > '9') return -1;
-  return (a - '0') * 10 + (b - '0');
-}
-
-struct Content {
-  NodeIdentity identity;
-  TimePoint created_on;
-};
 
 AuthResult Fail(IdentityFailure failure, Status error) {
   AuthResult result;
@@ -312,159 +26,14 @@ AuthResult Fail(IdentityFailure failure, Status error) {
   return result;
 }
 
-AuthResult BadContent(std::string what) {
-  return Fail(IdentityFailure::kBadContent,
-              Status::InvalidArgument("attested document content: " + what));
-}
-
-// A non-empty string member, or nullptr.
-const std::string* NonEmptyString(const nlohmann::json& object, const char* key) {
-  auto it = object.find(key);
-  if (it == object.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
-    return nullptr;
-  }
-  return &it->get_ref<const std::string&>();
-}
-
-std::optional<TimePoint> Timestamp(const nlohmann::json& doc, const char* key) {
-  auto stamps = doc.find("timeStamp");
-  if (stamps == doc.end() || !stamps->is_object()) return std::nullopt;
-  const std::string* text = NonEmptyString(*stamps, key);
-  return text == nullptr ? std::nullopt : ParseImdsTimestamp(*text);
-}
-
-// The document's JSON as IMDS writes it. Parsed only after the signature verified, so the
-// parser sees nothing but Azure's own bytes; still, nothing here may throw into the caller.
-std::optional<Content> ParseContent(const std::string& json, std::string* why) {
-  nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    *why = "not a JSON object";
-    return std::nullopt;
-  }
-  Content out;
-  const std::string* vm_id = NonEmptyString(doc, "vmId");
-  const std::string* subscription = NonEmptyString(doc, "subscriptionId");
-  if (vm_id == nullptr || subscription == nullptr) {
-    *why = vm_id == nullptr ? "no vmId string" : "no subscriptionId string";
-    return std::nullopt;
-  }
-  out.identity.vm_id = *vm_id;
-  out.identity.subscription_id = *subscription;
-  if (const std::string* sku = NonEmptyString(doc, "sku")) out.identity.sku = *sku;
-  std::optional<TimePoint> created = Timestamp(doc, "createdOn");
-  std::optional<TimePoint> expires = Timestamp(doc, "expiresOn");
-  if (!created || !expires || *expires <= *created) {
-    *why = "timeStamp.createdOn/expiresOn missing, not MM/DD/YY HH:MM:SS -0000, or out of order";
-    return std::nullopt;
-  }
-  out.created_on = *created;
-  out.identity.expires_at = *expires;
-  return out;
-}
-
-std::string FormatUtc(TimePoint t) {
-  std::time_t tt = Clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-Status CheckTimes(const Content& content, TimePoint now) {
-  if (now > content.identity.expires_at) {
-    return Status::PermissionDenied("attested document expired at " +
-                                    FormatUtc(content.identity.expires_at));
-  }
-  if (content.created_on > now + kMaxFutureSkew) {
-    return Status::PermissionDenied("attested document created in the future, at " +
-                                    FormatUtc(content.created_on));
-  }
-  return Status::Ok();
-}
-
-// ---- Cache ------------------------------------------------------------------------------
-
-using Digest = std::array<unsigned char, 32>;
-
-struct DigestHash {
-  size_t operator()(const Digest& d) const {
-    size_t h;  // SHA-256 output is already uniform: any 8 bytes of it are a good hash
-    std::memcpy(&h, d.data(), sizeof(h));
-    return h;
-  }
-};
-
-// Verified identities by token digest. Lookups share a lock; inserts (after a verification,
-// which costs far more) take it alone. Eviction: expired entries first, then the oldest.
-class IdentityCache {
- public:
-  explicit IdentityCache(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
-
-  // The entry for `digest` if there is one; `fresh` says whether it is still usable at now.
-  // Only a pointer is copied under the lock.
-  std::shared_ptr<const NodeIdentity> Find(const Digest& digest, TimePoint now, bool* fresh) const {
-    std::shared_lock lock(mu_);
-    auto it = entries_.find(digest);
-    if (it == entries_.end()) return nullptr;
-    *fresh = now <= it->second.until;
-    return it->second.identity;
-  }
-
-  void Insert(const Digest& digest, NodeIdentity identity, TimePoint until, TimePoint now) {
-    auto shared = std::make_shared<const NodeIdentity>(std::move(identity));
-    std::unique_lock lock(mu_);
-    if (entries_.count(digest) != 0) return;  // another thread verified the same token
-    while (!by_expiry_.empty() && by_expiry_.begin()->first.first < now) {
-      Erase(entries_.find(by_expiry_.begin()->second));
-    }
-    while (entries_.size() >= capacity_) Erase(entries_.find(by_age_.begin()->second));
-    uint64_t seq = next_seq_++;
-    entries_.emplace(digest, Entry{std::move(shared), until, seq});
-    by_expiry_.emplace(std::make_pair(until, seq), digest);
-    by_age_.emplace(seq, digest);
-  }
-
-  uint64_t size() const {
-    std::shared_lock lock(mu_);
-    return entries_.size();
-  }
-  uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
-
- private:
-  struct Entry {
-    std::shared_ptr<const NodeIdentity> identity;
-    TimePoint until;
-    uint64_t seq;  // insertion order, also the tie-break among equal expiries
-  };
-  using Map = std::unordered_map<Digest, Entry, DigestHash>;
-
-  void Erase(Map::iterator it) {
-    by_expiry_.erase({it->second.until, it->second.seq});
-    by_age_.erase(it->second.seq);
-    entries_.erase(it);
-    evictions_.fetch_add(1, std::memory_order_relaxed);
-  }
-
-  const size_t capacity_;
-  mutable std::shared_mutex mu_;
-  Map entries_;
-  std::map<std::pair<TimePoint, uint64_t>, Digest> by_expiry_;
-  std::map<uint64_t, Digest> by_age_;
-  uint64_t next_seq_ = 0;
-  std::atomic<uint64_t> evictions_{0};
-};
-
-// ---- Authenticators ---------------------------------------------------------------------
-
 class AttestedDocumentAuthenticator : public Authenticator {
  public:
-  AttestedDocumentAuthenticator(AttestedDocumentOptions options, StorePtr roots, MdPtr sha256)
+  AttestedDocumentAuthenticator(AttestedDocumentOptions options,
+                                std::unique_ptr<SignedDocumentVerifier> verifier, MdPtr sha256)
       : options_(std::move(options)),
-        roots_(std::move(roots)),
+        verifier_(std::move(verifier)),
         sha256_(std::move(sha256)),
-        cache_(options_.cache_entries),
-        signers_(options_.signer_cache_entries) {
+        cache_(options_.cache_entries) {
     if (!options_.clock) options_.clock = [] { return Clock::now(); };
   }
 
@@ -499,8 +68,8 @@ class AttestedDocumentAuthenticator : public Authenticator {
     s.cache_hits = cache_hits_.load(std::memory_order_relaxed);
     s.cache_evictions = cache_.evictions();
     s.cache_entries = cache_.size();
-    s.signer_cache_hits = signer_cache_hits_.load(std::memory_order_relaxed);
-    s.signer_cache_entries = signers_.size();
+    s.signer_cache_hits = verifier_->signer_cache_hits();
+    s.signer_cache_entries = verifier_->signer_cache_entries();
     return s;
   }
 
@@ -541,133 +110,25 @@ class AttestedDocumentAuthenticator : public Authenticator {
       ERR_clear_error();
       return Fail(IdentityFailure::kMalformed, der.status());
     }
-    SignedDocument signed_doc;
-    if (std::optional<SignedDocument> shortcut = VerifyWithCachedSigner(*der)) {
-      signed_doc = std::move(*shortcut);
-    } else {
-      ERR_clear_error();  // nothing the shortcut queued may reach the full check's messages
-      Pkcs7Ptr verified;
-      signed_doc = CheckSignedDer(*der, roots_.get(), options_.signer_name, &verified);
-      if (verified) RememberSigner(verified.get(), signed_doc);
-    }
+    SignedDocument signed_doc = verifier_->Verify(*der);
     if (!signed_doc.ok()) return Fail(signed_doc.failure, signed_doc.error);
-    std::string why;
-    std::optional<Content> content;
-    try {
-      content = ParseContent(signed_doc.content, &why);
-    } catch (const std::exception& e) {  // allocation failure; the JSON paths do not throw
-      why = e.what();
+    StatusOr<AttestedContent> content = ParseAttestedContent(signed_doc.content);
+    if (!content.ok()) return Fail(IdentityFailure::kBadContent, content.status());
+    if (Status s = CheckAttestedTimes(*content, now); !s.ok()) {
+      return Fail(IdentityFailure::kExpired, s);
     }
-    if (!content) return BadContent(why);
-    if (Status s = CheckTimes(*content, now); !s.ok()) return Fail(IdentityFailure::kExpired, s);
     *signer_not_after = signed_doc.signer_not_after;
     AuthResult result;
     result.identity = std::move(content->identity);
     return result;
   }
 
-  // The full check's answer for `der` (CheckSignedDer) when the certificate it embeds is in
-  // the signer cache, without parsing that certificate again or verifying its chain again;
-  // nullopt: run the full check. The shortcut only answers where the full check would give
-  // the same answer: a document whose layout is not IMDS's (SplitOffCertificate), that does
-  // not parse, is not DER or fails an envelope check goes to the full check, which refuses it
-  // with its own message; outside the cached chain's validity too. What remains is the
-  // signature, which PKCS7_verify checks exactly as in the full check, with the signer taken
-  // from the cache (NOINTERN) and the chain not rebuilt (NOVERIFY): the full check would build
-  // it from the same certificate, the same untrusted set (that certificate alone) and the
-  // same store, at a time inside the window where it verified.
-  std::optional<SignedDocument> VerifyWithCachedSigner(std::string_view der) {
-    if (signers_.capacity() == 0) return std::nullopt;
-    std::optional<SplitSignedData> split = SplitOffCertificate(der);
-    if (!split) return std::nullopt;
-    std::optional<Digest> digest = Sha256(split->certificate);
-    if (!digest) return std::nullopt;
-    std::shared_ptr<const CachedSigner> signer = signers_.Find(*digest);
-    if (!signer || signer->der != split->certificate) return std::nullopt;
-    if (!signer->ChainValidNow()) {
-      // X509_verify_cert would refuse the chain now ("certificate has expired" or "is not
-      // yet valid"): the full check says so, and caches the certificate again if it is valid.
-      signers_.Erase(*digest, signer.get());
-      return std::nullopt;
-    }
-    // d2i_PKCS7 of the document without its certificate: no key to decode. It is DER exactly
-    // when the document is (SplitOffCertificate), and it parses exactly as the document does
-    // but for the certificates, which are the cached certificate's bytes.
-    StatusOr<Pkcs7Ptr> p7 = ParseSignedData(split->stripped);
-    if (!p7.ok() || !CheckCanonical(p7->get(), split->stripped).ok()) return std::nullopt;
-    SignerStack certs(sk_X509_new_null());
-    if (!certs || sk_X509_push(certs.get(), signer->cert.get()) <= 0) return std::nullopt;
-    if (!CheckEnvelope(p7->get(), certs.get()).ok()) return std::nullopt;
-
-    signer_cache_hits_.fetch_add(1, std::memory_order_relaxed);
-    BioPtr content(BIO_new(BIO_s_mem()));
-    if (PKCS7_verify(p7->get(), certs.get(), roots_.get(), nullptr, content.get(),
-                     PKCS7_BINARY | PKCS7_NOINTERN | PKCS7_NOVERIFY) != 1) {
-      return Refuse(IdentityFailure::kUntrustedSigner,
-                    Status::PermissionDenied("attested document signature does not verify: " +
-                                             DrainErrors()));
-    }
-    // CheckEnvelope found the cached certificate as the one SignerInfo's signer, so this is
-    // it; the full check's count of signers, kept as a guard.
-    SignerStack signers(PKCS7_get0_signers(p7->get(), certs.get(), PKCS7_NOINTERN));
-    if (!signers || sk_X509_num(signers.get()) != 1 ||
-        sk_X509_value(signers.get(), 0) != signer->cert.get()) {
-      return std::nullopt;
-    }
-    // X509_check_host passed for options_.signer_name before the certificate was cached.
-    SignedDocument out;
-    out.signer_subject = signer->subject;
-    out.signer_not_after = signer->not_after;
-    char* data = nullptr;
-    long len = BIO_get_mem_data(content.get(), &data);
-    out.content.assign(data == nullptr ? "" : data, len > 0 ? static_cast<size_t>(len) : 0);
-    ERR_clear_error();
-    return out;
-  }
-
-  // After the full check accepted `p7` (chain and signer name): keep its signer certificate
-  // when it is the document's only certificate and no CRLs ride along, the only layout the
-  // shortcut takes, so that the chain verified here is the one the full check would build for
-  // a later document. PKCS7_verify does not expose that chain, so X509_verify_cert builds it
-  // again here (once per certificate), set up as PKCS7_verify sets it up: the document's
-  // certificates as the untrusted ones, the "smime_sign" defaults under the store's own
-  // parameters (purpose any, LoadTrustRoots), no CRLs. Its chain gives the validity window.
-  void RememberSigner(PKCS7* p7, const SignedDocument& signed_doc) {
-    if (signers_.capacity() == 0 || !signed_doc.ok()) return;
-    STACK_OF(X509)* embedded = p7->d.sign->cert;
-    if (sk_X509_num(embedded) != 1 || p7->d.sign->crl != nullptr) return;
-    X509* cert = sk_X509_value(embedded, 0);
-    StoreCtxPtr ctx(X509_STORE_CTX_new());
-    auto entry = std::make_shared<CachedSigner>();
-    unsigned char* der = nullptr;
-    int der_len = 0;
-    if (!ctx || X509_STORE_CTX_init(ctx.get(), roots_.get(), cert, embedded) != 1 ||
-        X509_STORE_CTX_set_default(ctx.get(), "smime_sign") != 1 ||
-        X509_verify_cert(ctx.get()) != 1 ||
-        !SetChainWindow(X509_STORE_CTX_get0_chain(ctx.get()), entry.get()) ||
-        (der_len = i2d_X509(cert, &der)) <= 0) {
-      ERR_clear_error();
-      return;
-    }
-    entry->der.assign(reinterpret_cast<const char*>(der), static_cast<size_t>(der_len));
-    OPENSSL_free(der);
-    if (X509_up_ref(cert) != 1) return;
-    entry->cert.reset(cert);
-    entry->subject = signed_doc.signer_subject;
-    entry->not_after = signed_doc.signer_not_after;
-    std::optional<Digest> digest = Sha256(entry->der);
-    if (digest) signers_.Insert(*digest, std::move(entry));
-    ERR_clear_error();
-  }
-
   AttestedDocumentOptions options_;
-  StorePtr roots_;  // X509_STORE is safe for concurrent verifications once built
-  MdPtr sha256_;    // fetched once: an implicit fetch per digest costs a provider lookup
+  std::unique_ptr<SignedDocumentVerifier> verifier_;
+  MdPtr sha256_;  // fetched once: an implicit fetch per digest costs a provider lookup
   IdentityCache cache_;
-  SignerCache signers_;
   std::atomic<uint64_t> verifications_{0};
   std::atomic<uint64_t> cache_hits_{0};
-  std::atomic<uint64_t> signer_cache_hits_{0};
 };
 
 class InsecureAnyTokenAuthenticator : public Authenticator {
@@ -705,51 +166,18 @@ const char* IdentityFailureName(IdentityFailure failure) {
   return "unknown";
 }
 
-// By hand rather than strptime+timegm: strptime skips whitespace and takes one-digit fields
-// ("1/2/24 3:4:5"), is locale-dependent, and glibc's %z result is ignored by timegm (itself
-// a non-POSIX extension). std::chrono's calendar rejects 02/30 and needs no time zone.
-std::optional<TimePoint> ParseImdsTimestamp(std::string_view text) {
-  constexpr std::string_view kShape = "00/00/00 00:00:00 +0000";
-  if (text.size() != kShape.size()) return std::nullopt;
-  for (size_t i : {2, 5}) {
-    if (text[i] != '/') return std::nullopt;
-  }
-  if (text[8] != ' ' || text[11] != ':' || text[14] != ':' || text[17] != ' ') return std::nullopt;
-  if (text[18] != '+' && text[18] != '-') return std::nullopt;
-  int mon = TwoDigits(text, 0), mday = TwoDigits(text, 3), yy = TwoDigits(text, 6);
-  int hh = TwoDigits(text, 9), mm = TwoDigits(text, 12), ss = TwoDigits(text, 15);
-  int off_h = TwoDigits(text, 19), off_m = TwoDigits(text, 21);
-  if (mon < 0 || mday < 0 || yy < 0 || off_h < 0 || off_m < 0) return std::nullopt;
-  if (hh < 0 || hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 59) return std::nullopt;
-  if (off_h > 23 || off_m > 59) return std::nullopt;
-  using namespace std::chrono;
-  year_month_day day{year(2000 + yy), month(static_cast<unsigned>(mon)),
-                     std::chrono::day(static_cast<unsigned>(mday))};
-  if (!day.ok()) return std::nullopt;
-  // Local = UTC + offset, so UTC = local - offset.
-  minutes offset = hours(off_h) + minutes(off_m);
-  if (text[18] == '-') offset = -offset;
-  return sys_days(day) + hours(hh) + minutes(mm) + seconds(ss) - offset;
-}
-
-SignedDocument VerifySignedDocument(std::string_view token, std::string_view trust_roots_pem,
-                                    std::string_view signer_name) {
-  StatusOr<StorePtr> roots = LoadTrustRoots(trust_roots_pem);
-  if (!roots.ok()) return Refuse(IdentityFailure::kUntrustedSigner, roots.status());
-  return CheckSignedDocument(token, roots->get(), signer_name);
-}
-
 StatusOr<std::unique_ptr<Authenticator>> NewAttestedDocumentAuthenticator(
     AttestedDocumentOptions options) {
   if (options.signer_name.empty()) {
     return Status::InvalidArgument("attested document signer name is empty");
   }
-  StatusOr<StorePtr> roots = LoadTrustRoots(options.trust_roots_pem);
-  if (!roots.ok()) return roots.status();
+  auto verifier = SignedDocumentVerifier::Create(options.trust_roots_pem, options.signer_name,
+                                                 options.signer_cache_entries);
+  if (!verifier.ok()) return verifier.status();
   MdPtr sha256(EVP_MD_fetch(nullptr, "SHA256", nullptr));
-  if (!sha256) return Status::Internal("fetching SHA-256: " + DrainErrors());
+  if (!sha256) return Status::Internal("fetching SHA-256: " + ossl::DrainErrors());
   return std::unique_ptr<Authenticator>(new AttestedDocumentAuthenticator(
-      std::move(options), std::move(roots).value(), std::move(sha256)));
+      std::move(options), std::move(verifier).value(), std::move(sha256)));
 }
 
 std::unique_ptr<Authenticator> NewInsecureAnyTokenAuthenticator() {

@@ -90,36 +90,16 @@ struct AttestedDocumentOptions {
   std::function<std::chrono::system_clock::time_point()> clock;
 };
 
-// Verifies with OpenSSL (PKCS7_verify against the roots, X509_check_host on the signer, the
-// JSON content and its expiry) and caches verified documents by digest until they expire, so a
-// fleet of retrying nodes costs a lookup, not an RSA verification; a new document from an
-// already verified signer certificate costs its signature, not the certificate's parse and
-// chain (signer_cache_entries). Thread-safe.
+// Verifies with OpenSSL (signed_document.h: PKCS7_verify against the roots, X509_check_host
+// on the signer; attested_content.h: the JSON content and its expiry) and caches verified documents
+// by digest until they expire, so a fleet of retrying nodes costs a lookup, not an RSA
+// verification; a new document from an already verified signer certificate costs its signature, not
+// the certificate's parse and chain (signer_cache_entries). Thread-safe.
 StatusOr<std::unique_ptr<Authenticator>> NewAttestedDocumentAuthenticator(
     AttestedDocumentOptions options);
 
 // Development mode: any non-empty token is accepted as identity "insecure" (vm_id and
 // subscription_id "insecure", insecure=true, expires_at the far future).
 std::unique_ptr<Authenticator> NewInsecureAnyTokenAuthenticator();
-
-// The signature layer alone, without the size cap, content checks or cache: strict base64 ->
-// DER PKCS#7 SignedData with embedded content -> PKCS7_verify against trust_roots_pem ->
-// X509_check_host(signer_name) on the signer, skipped when signer_name is empty. The
-// authenticator runs the same code with roots parsed once; the test IMDS stand-in's verifier
-// calls this. On failure, `failure` is kMalformed, kUntrustedSigner or kWrongSigner.
-struct SignedDocument {
-  bool ok() const { return error.ok(); }
-  std::string content;         // the signed bytes (IMDS: the JSON document)
-  std::string signer_subject;  // one line, e.g. "/CN=metadata.azure.com"
-  std::chrono::system_clock::time_point signer_not_after;
-  IdentityFailure failure = IdentityFailure::kMalformed;
-  Status error;
-};
-SignedDocument VerifySignedDocument(std::string_view token, std::string_view trust_roots_pem,
-                                    std::string_view signer_name);
-
-// IMDS's timestamp, "MM/DD/YY HH:MM:SS -0000" (20YY; the offset may be any +-HHMM), exactly
-// that shape and a real calendar date; nullopt otherwise.
-std::optional<std::chrono::system_clock::time_point> ParseImdsTimestamp(std::string_view text);
 
 }  // namespace hotfix::service

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/text.h"
+
 namespace hotfix::service {
 namespace {
 
@@ -24,14 +26,6 @@ std::string Quote(std::string_view s) { return QuoteJson(json(std::string(s))); 
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), IsDigit);
@@ -107,7 +101,7 @@ StatusOr<std::vector<std::string>> ParseStringList(const json& value, std::strin
       return Status::InvalidArgument(entry + " " + QuoteJson(value[i]) + " must be 1 to " +
                                      std::to_string(max_chars) + " characters");
     }
-    out.push_back(Lower(s));
+    out.push_back(AsciiLower(s));
   }
   return out;
 }
@@ -446,7 +440,7 @@ RolloutNode MakeRolloutNode(std::string_view vm_id, std::string_view subscriptio
              colon != std::string_view::npos && host.find(':') == colon) {
     host = host.substr(0, colon);  // one colon: host:port; more would be a bare IPv6 address
   }
-  return {Lower(vm_id), Lower(subscription), Lower(host)};
+  return {AsciiLower(vm_id), AsciiLower(subscription), AsciiLower(host)};
 }
 
 const char* RolloutVerdictName(RolloutVerdict verdict) {

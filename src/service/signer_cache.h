@@ -1,4 +1,5 @@
-// The attested-document authenticator's cache of signer certificates (node_identity.cc).
+// The signature layer's cache of signer certificates (signed_document.cc,
+// SignedDocumentVerifier).
 //
 // IMDS signs every document of a region with the same certificate and embeds it in each
 // document. Parsing that certificate is most of d2i_PKCS7's cost (OpenSSL 3's decoder setup

@@ -20,10 +20,7 @@ using ossl::BioPtr;
 using ossl::PkeyPtr;
 using ossl::X509Ptr;
 
-std::string OpenSslErrors() {
-  std::string errors = ossl::DrainErrors();
-  return errors.empty() ? "no PEM data" : errors;
-}
+std::string OpenSslErrors() { return ossl::DrainErrorsOr("no PEM data"); }
 
 // Picks "h2" wherever the client lists it; a client that does not offer it is refused with
 // the no_application_protocol alert rather than spoken to in a protocol it did not ask for.

@@ -3,6 +3,8 @@
 #include <array>
 #include <charconv>
 
+#include "common/text.h"
+
 namespace hotfix::wire {
 namespace {
 
@@ -32,13 +34,6 @@ constexpr std::array<std::string_view, 17> kUpperCodeNames = {
     "DATA_LOSS",
     "UNAUTHENTICATED",
 };
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 
@@ -89,8 +84,8 @@ std::string PercentDecode(std::string_view encoded) {
   out.reserve(encoded.size());
   for (size_t i = 0; i < encoded.size(); ++i) {
     if (encoded[i] == '%' && i + 2 < encoded.size()) {
-      int hi = HexValue(encoded[i + 1]);
-      int lo = HexValue(encoded[i + 2]);
+      int hi = HexDigitValue(encoded[i + 1]);
+      int lo = HexDigitValue(encoded[i + 2]);
       if (hi >= 0 && lo >= 0) {
         out.push_back(static_cast<char>(hi * 16 + lo));
         i += 2;
@@ -103,7 +98,6 @@ std::string PercentDecode(std::string_view encoded) {
 }
 
 std::string PercentEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -112,8 +106,8 @@ std::string PercentEncode(std::string_view text) {
       out.push_back(c);
     } else {
       out.push_back('%');
-      out.push_back(kHex[byte >> 4]);
-      out.push_back(kHex[byte & 0xf]);
+      out.push_back(kUpperHexDigits[byte >> 4]);
+      out.push_back(kUpperHexDigits[byte & 0xf]);
     }
   }
   return out;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.h"
 #include "wire/grpc_framing.h"
 
 namespace hotfix::wire {
@@ -30,13 +31,10 @@ GrpcStatus DeadlineStatus() {
   return Local(GrpcCode::kDeadlineExceeded, "context deadline exceeded");
 }
 
-// Server-supplied text echoed into a message: bounded and without control characters.
-std::string Printable(std::string_view s, size_t max = 128) {
-  std::string out;
-  for (char c : s.substr(0, max)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  if (s.size() > max) out += "...";
-  return out;
-}
+// Server-supplied text is echoed into messages with at most this many bytes.
+constexpr size_t kMaxEchoedBytes = 128;
+
+std::string Printable(std::string_view s) { return EscapeForMessage(s, kMaxEchoedBytes); }
 
 bool IsPrintable(std::string_view s, bool allow_space) {
   return std::all_of(s.begin(), s.end(), [allow_space](char c) {

@@ -9,45 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "common/host_port.h"
+#include "common/text.h"
+
 namespace hotfix::wire {
 namespace {
-
-// ---- Go's net.SplitHostPort / JoinHostPort: NO_PROXY matching depends on their quirks. ----
-
-bool SplitHostPort(std::string_view hostport, std::string_view* host, std::string_view* port) {
-  size_t colon = hostport.rfind(':');
-  if (colon == std::string_view::npos) return false;  // missing port
-  size_t j = 0, k = 0;
-  if (hostport.front() == '[') {
-    size_t end = hostport.find(']');
-    if (end == std::string_view::npos || end + 1 != colon) return false;
-    *host = hostport.substr(1, end - 1);
-    j = 1;
-    k = end + 1;
-  } else {
-    *host = hostport.substr(0, colon);
-    if (host->find(':') != std::string_view::npos) return false;  // too many colons
-  }
-  if (hostport.substr(j).find('[') != std::string_view::npos) return false;
-  if (hostport.substr(k).find(']') != std::string_view::npos) return false;
-  *port = hostport.substr(colon + 1);
-  return true;
-}
-
-std::string JoinHostPort(std::string_view host, std::string_view port) {
-  if (host.find(':') != std::string_view::npos) {
-    return "[" + std::string(host) + "]:" + std::string(port);
-  }
-  return std::string(host) + ":" + std::string(port);
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 std::string_view TrimSpace(std::string_view s) {
   constexpr std::string_view kSpace = " \t\n\v\f\r";
@@ -161,7 +127,9 @@ void AddNoProxyEntry(std::string_view entry, NoProxyRules& rules) {
     return;
   }
   std::string_view host = entry, port;
-  if (SplitHostPort(entry, &host, &port)) {
+  if (std::optional<HostPort> split = SplitHostPort(entry)) {
+    host = split->host;
+    port = split->port;
     if (host.empty()) return;  // ":80" names nothing
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
       host = host.substr(1, host.size() - 2);
@@ -185,7 +153,7 @@ NoProxyRules ParseNoProxy(std::string_view no_proxy) {
   NoProxyRules rules;
   while (!no_proxy.empty()) {
     size_t comma = no_proxy.find(',');
-    std::string entry = Lower(TrimSpace(no_proxy.substr(0, comma)));
+    std::string entry = AsciiLower(TrimSpace(no_proxy.substr(0, comma)));
     no_proxy = comma == std::string_view::npos ? std::string_view() : no_proxy.substr(comma + 1);
     if (entry.empty()) continue;
     if (entry == "*") {
@@ -199,15 +167,16 @@ NoProxyRules ParseNoProxy(std::string_view no_proxy) {
 
 bool UseProxy(const NoProxyRules& rules, std::string_view dest_host, uint16_t dest_port) {
   // Go splits the canonical "host:port" again; a host that does not survive that goes direct.
-  std::string addr = JoinHostPort(dest_host, std::to_string(dest_port));
-  std::string_view host, port;
-  if (!SplitHostPort(addr, &host, &port)) return false;
+  const std::string addr = JoinHostPort(dest_host, dest_port);
+  const std::optional<HostPort> split = SplitHostPort(addr);
+  if (!split) return false;
+  const std::string_view host = split->host, port = split->port;
   if (host == "localhost") return false;
   auto ip = ParseIp(host);
   if (ip && IsLoopback(*ip)) return false;
   if (rules.all) return false;
 
-  std::string name = Lower(TrimSpace(host));
+  std::string name = AsciiLower(TrimSpace(host));
   if (ip) {
     for (const auto& cidr : rules.cidrs) {
       if (cidr.Contains(*ip)) return false;
@@ -228,13 +197,6 @@ bool UseProxy(const NoProxyRules& rules, std::string_view dest_host, uint16_t de
 
 // ---- The proxy URL: http://[user[:password]@]host[:port][/...], or host[:port]. ----
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Strict, as Go's url.Parse: a malformed escape is an error, not literal text.
 std::optional<std::string> UnescapeUserinfo(std::string_view s) {
   std::string out;
@@ -243,8 +205,9 @@ std::optional<std::string> UnescapeUserinfo(std::string_view s) {
       out.push_back(s[i]);
       continue;
     }
-    if (i + 2 >= s.size() || HexValue(s[i + 1]) < 0 || HexValue(s[i + 2]) < 0) return std::nullopt;
-    out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+    if (i + 2 >= s.size() || HexDigitValue(s[i + 1]) < 0 || HexDigitValue(s[i + 2]) < 0)
+      return std::nullopt;
+    out.push_back(static_cast<char>(HexDigitValue(s[i + 1]) * 16 + HexDigitValue(s[i + 2])));
     i += 2;
   }
   return out;
@@ -276,19 +239,6 @@ bool IsHostChar(char c) {
          c == '.' || c == '_';
 }
 
-// Parses "port" (may be empty: 80, the default of an http:// proxy).
-std::optional<uint16_t> ParsePort(std::string_view digits) {
-  if (digits.empty()) return 80;
-  if (digits.size() > 5) return std::nullopt;
-  int port = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    port = port * 10 + (c - '0');
-  }
-  if (port == 0 || port > 65535) return std::nullopt;
-  return static_cast<uint16_t>(port);
-}
-
 Status ParseHostPort(std::string_view hostport, ProxyConfig& config) {
   std::string_view host = hostport, port;
   if (hostport.front() == '[') {
@@ -314,7 +264,9 @@ Status ParseHostPort(std::string_view hostport, ProxyConfig& config) {
       if (!IsHostChar(c)) return Status::InvalidArgument("invalid character in host");
     }
   }
-  auto parsed_port = ParsePort(port);
+  // No port: 80, the default of an http:// proxy.
+  const std::optional<uint16_t> parsed_port =
+      port.empty() ? std::optional<uint16_t>(80) : ParsePort(port);
   if (!parsed_port) return Status::InvalidArgument("bad port");
   config.host = std::string(host);
   config.port = *parsed_port;
@@ -330,7 +282,7 @@ StatusOr<ProxyConfig> ParseProxyUrl(std::string_view value) {
     bool valid = !scheme.empty();
     for (char c : scheme) valid = valid && IsSchemeChar(c);
     if (!valid) return Status::InvalidArgument("malformed URL scheme");
-    std::string lower = Lower(scheme);
+    std::string lower = AsciiLower(scheme);
     if (lower == "https") {
       return Status::InvalidArgument("https:// proxies are not supported; use an http:// proxy");
     }

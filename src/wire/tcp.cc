@@ -17,29 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/host_port.h"
+
 namespace hotfix::wire {
-
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) {
-    Reset();
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-void Fd::Reset() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
 
 bool IsIpLiteral(const std::string& host) {
   unsigned char buf[sizeof(in6_addr)];
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
-std::string JoinHostPort(const std::string& host, uint16_t port) {
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
 }
 
 // Waits until fd is ready for events or the deadline passes. Readiness includes errors: the
@@ -152,9 +136,9 @@ Deadline PartialDeadline(Deadline deadline, size_t remaining_addresses) {
   return Deadline::After(std::max(share, sane_minimum));
 }
 
-StatusOr<Fd> ConnectOne(const Address& address, Deadline deadline, const std::string& label) {
+StatusOr<UniqueFd> ConnectOne(const Address& address, Deadline deadline, const std::string& label) {
   std::string what = "connecting to " + label + address.ToString();
-  Fd fd(socket(address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  UniqueFd fd(socket(address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Status::Unavailable(what + ": socket: " + strerror(errno));
   int rv = connect(fd.get(), reinterpret_cast<const sockaddr*>(&address.storage), address.len);
   if (rv != 0 && errno != EINPROGRESS) return Status::Unavailable(what + ": " + strerror(errno));
@@ -174,8 +158,8 @@ StatusOr<Fd> ConnectOne(const Address& address, Deadline deadline, const std::st
   return fd;
 }
 
-StatusOr<Fd> ConnectAny(const std::vector<Address>& addresses, Deadline deadline,
-                        const std::string& label) {
+StatusOr<UniqueFd> ConnectAny(const std::vector<Address>& addresses, Deadline deadline,
+                              const std::string& label) {
   Status first_error;
   for (size_t i = 0; i < addresses.size() && !deadline.expired(); ++i) {
     auto fd = ConnectOne(addresses[i], PartialDeadline(deadline, addresses.size() - i), label);
@@ -191,8 +175,8 @@ StatusOr<Fd> ConnectAny(const std::vector<Address>& addresses, Deadline deadline
 
 }  // namespace
 
-StatusOr<Fd> DialTcp(const std::string& host, uint16_t port, Deadline deadline,
-                     const std::string& label) {
+StatusOr<UniqueFd> DialTcp(const std::string& host, uint16_t port, Deadline deadline,
+                           const std::string& label) {
   auto addresses = Resolve(host, port, deadline);
   if (!addresses.ok()) return addresses.status();
   return ConnectAny(*addresses, deadline, label);

@@ -7,34 +7,15 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "common/deadline.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 #include "wire/byte_stream.h"
 
 namespace hotfix::wire {
 
-// Owns a file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-
- private:
-  void Reset();
-  int fd_ = -1;
-};
-
 bool IsIpLiteral(const std::string& host);
-// host:port with an IPv6 host bracketed.
-std::string JoinHostPort(const std::string& host, uint16_t port);
 
 // Waits until fd is ready for events or the deadline passes (kDeadlineExceeded). Readiness
 // includes errors: the next I/O call reports them.
@@ -43,8 +24,8 @@ Status WaitFd(int fd, short events, Deadline deadline);
 // Resolves host (an IP literal is not looked up) and connects to each address in turn, sharing
 // the time left like Go's dialSerial. The socket is non-blocking, close-on-exec, TCP_NODELAY.
 // label prefixes messages ("proxy " -> "connecting to proxy 10.0.0.1:3128: ...").
-StatusOr<Fd> DialTcp(const std::string& host, uint16_t port, Deadline deadline,
-                     const std::string& label = "");
+StatusOr<UniqueFd> DialTcp(const std::string& host, uint16_t port, Deadline deadline,
+                           const std::string& label = "");
 
 // Sends everything (MSG_NOSIGNAL: a reset peer is an error, not SIGPIPE).
 Status SendAll(int fd, std::string_view data, Deadline deadline);
@@ -54,7 +35,7 @@ StatusOr<size_t> RecvSome(int fd, char* buf, size_t len, Deadline deadline);
 // A plain TCP connection as a ByteStream.
 class TcpStream : public ByteStream {
  public:
-  explicit TcpStream(Fd fd) : fd_(std::move(fd)) {}
+  explicit TcpStream(UniqueFd fd) : fd_(std::move(fd)) {}
   Status WriteAll(std::string_view data, Deadline deadline) override {
     return SendAll(fd_.get(), data, deadline);
   }
@@ -63,7 +44,7 @@ class TcpStream : public ByteStream {
   }
 
  private:
-  Fd fd_;
+  UniqueFd fd_;
 };
 
 }  // namespace hotfix::wire

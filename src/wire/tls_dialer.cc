@@ -1,30 +1,21 @@
 #include "wire/tls_dialer.h"
 
-#include "wire/tcp.h"
-
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <future>
-#include <mutex>
-#include <system_error>
-#include <thread>
 #include <utility>
 
+#include "common/host_port.h"
 #include "common/openssl.h"
+#include "common/text.h"
+#include "wire/tcp.h"
 
 namespace hotfix::wire {
 namespace {
@@ -33,57 +24,30 @@ constexpr size_t kMaxProxyHeader = 16 * 1024;
 
 // ---- Small owners and helpers. ----
 
-using ossl::BioPtr;
 using ossl::SslCtxPtr;
 using ossl::SslPtr;
 using ossl::X509Ptr;
 
-// Peer-supplied text echoed into a message: bounded and without control characters.
-std::string Printable(std::string_view s, size_t max = 200) {
-  std::string out;
-  for (char c : s.substr(0, max)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  if (s.size() > max) out += "...";
-  return out;
-}
+// Peer-supplied text is echoed into messages with at most this many bytes.
+constexpr size_t kMaxEchoedBytes = 200;
+
+}  // namespace
 
 // ---- Trust anchors: every CERTIFICATE block, as Go's CertPool.AppendCertsFromPEM. ----
 
-StatusOr<std::vector<X509Ptr>> ParseCaCerts(const std::string& ca_pem) {
+StatusOr<TrustAnchors> ParseTrustAnchors(const std::string& ca_pem) {
   if (ca_pem.empty()) {
     return Status::InvalidArgument(
         "cluster CA unavailable; refusing to connect over unverified TLS");
   }
-  BioPtr bio(BIO_new_mem_buf(ca_pem.data(), static_cast<int>(ca_pem.size())));
-  if (!bio) return Status::Internal("BIO_new_mem_buf failed");
-  std::vector<X509Ptr> certs;
-  while (true) {
-    int before = BIO_pending(bio.get());
-    char* name = nullptr;
-    char* header = nullptr;
-    unsigned char* data = nullptr;
-    long len = 0;
-    if (PEM_read_bio(bio.get(), &name, &header, &data, &len) == 1) {
-      // Like Go, skip other block types and blocks with headers (encrypted PEM).
-      if (std::strcmp(name, "CERTIFICATE") == 0 && header[0] == '\0') {
-        const unsigned char* p = data;
-        X509Ptr cert(d2i_X509(nullptr, &p, len));
-        // Go's ParseCertificate also rejects trailing bytes.
-        if (cert && p == data + len) certs.push_back(std::move(cert));
-      }
-      OPENSSL_free(name);
-      OPENSSL_free(header);
-      OPENSSL_free(data);
-      continue;
-    }
-    // "no start line" is the end of the input; a malformed block is skipped like Go does.
-    unsigned long err = ERR_peek_last_error();
-    bool end = ERR_GET_LIB(err) == ERR_LIB_PEM && ERR_GET_REASON(err) == PEM_R_NO_START_LINE;
-    if (end || BIO_pending(bio.get()) == before || BIO_pending(bio.get()) == 0) break;
+  StatusOr<TrustAnchors> certs = ossl::ParsePemCertificates(ca_pem);
+  if (certs.status().code() == Status::Code::kInvalidArgument) {
+    return Status::InvalidArgument("failed to parse cluster CA PEM");
   }
-  ERR_clear_error();
-  if (certs.empty()) return Status::InvalidArgument("failed to parse cluster CA PEM");
   return certs;
 }
+
+namespace {
 
 // ---- Options and the TLS context. ----
 
@@ -108,7 +72,7 @@ std::string AlpnWireList(const std::vector<std::string>& protocols) {
   return wire;
 }
 
-StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, std::vector<X509Ptr> anchors) {
+StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, const TrustAnchors& anchors) {
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) return Status::Internal("SSL_CTX_new: " + ossl::DrainErrors());
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
@@ -197,7 +161,8 @@ Status ProxyConnect(int fd, const TlsDialOptions& o, Deadline deadline) {
             status_line[8] == ' ' && status_line[9] == '2' && digit(status_line[10]) &&
             digit(status_line[11]);
   if (!ok) {
-    return Status::Unavailable(step + " failed: proxy answered \"" + Printable(status_line) + "\"");
+    return Status::Unavailable(step + " failed: proxy answered \"" +
+                               EscapeForMessage(status_line, kMaxEchoedBytes) + "\"");
   }
   return Status::Ok();
 }
@@ -246,7 +211,7 @@ std::string SslFailure(int ssl_error, int saved_errno) {
 
 class OpenSslStream final : public TlsStream {
  public:
-  OpenSslStream(Fd fd, SslPtr ssl, std::string alpn, std::string peer)
+  OpenSslStream(UniqueFd fd, SslPtr ssl, std::string alpn, std::string peer)
       : fd_(std::move(fd)), ssl_(std::move(ssl)), alpn_(std::move(alpn)), peer_(std::move(peer)) {}
   ~OpenSslStream() override {
     // Best effort close_notify; non-blocking, so it never waits for the peer.
@@ -310,7 +275,7 @@ class OpenSslStream final : public TlsStream {
     return ready;
   }
 
-  Fd fd_;  // declared first: closed after ssl_ is freed
+  UniqueFd fd_;  // declared first: closed after ssl_ is freed
   SslPtr ssl_;
   std::string alpn_;
   std::string peer_;
@@ -318,7 +283,7 @@ class OpenSslStream final : public TlsStream {
 
 // ---- The handshake. ----
 
-StatusOr<std::unique_ptr<TlsStream>> Handshake(Fd fd, SSL_CTX* ctx, const TlsDialOptions& o,
+StatusOr<std::unique_ptr<TlsStream>> Handshake(UniqueFd fd, SSL_CTX* ctx, const TlsDialOptions& o,
                                                Deadline deadline) {
   std::string peer = JoinHostPort(o.host, o.port);
   SslPtr ssl(SSL_new(ctx));
@@ -360,7 +325,8 @@ StatusOr<std::unique_ptr<TlsStream>> Handshake(Fd fd, SSL_CTX* ctx, const TlsDia
   SSL_get0_alpn_selected(ssl.get(), &selected, &selected_len);
   std::string alpn(reinterpret_cast<const char*>(selected), selected_len);
   if (alpn != o.required_alpn) {
-    return Status::Unavailable("server selected ALPN " + (alpn.empty() ? "none" : Printable(alpn)) +
+    return Status::Unavailable("server selected ALPN " +
+                               (alpn.empty() ? "none" : EscapeForMessage(alpn, kMaxEchoedBytes)) +
                                ", need " + o.required_alpn);
   }
   return std::unique_ptr<TlsStream>(
@@ -369,20 +335,15 @@ StatusOr<std::unique_ptr<TlsStream>> Handshake(Fd fd, SSL_CTX* ctx, const TlsDia
 
 }  // namespace
 
-StatusOr<int> ValidateCaPem(const std::string& ca_pem) {
-  auto certs = ParseCaCerts(ca_pem);
-  if (!certs.ok()) return certs.status();
-  return static_cast<int>(certs->size());
-}
-
 StatusOr<std::unique_ptr<TlsStream>> DialTls(const TlsDialOptions& options, Deadline deadline) {
   if (Status valid = ValidateOptions(options); !valid.ok()) return valid;
   // OpenSSL 3 spends milliseconds fetching algorithms for a process's first context: build it
   // while the name resolves and the TCP connection opens. (The future joins on every return.)
   auto ctx_future = std::async(std::launch::async, [&options]() -> StatusOr<SslCtxPtr> {
-    auto anchors = ParseCaCerts(options.ca_pem);
+    if (options.trust_anchors) return MakeContext(options, *options.trust_anchors);
+    StatusOr<TrustAnchors> anchors = ParseTrustAnchors(options.ca_pem);
     if (!anchors.ok()) return anchors.status();
-    return MakeContext(options, std::move(anchors).value());
+    return MakeContext(options, *anchors);
   });
   auto cancelled = [&options] { return options.cancelled != nullptr && *options.cancelled; };
 

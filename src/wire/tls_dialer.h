@@ -11,11 +11,21 @@
 #include <vector>
 
 #include "common/deadline.h"
+#include "common/openssl.h"
 #include "common/status.h"
 #include "wire/byte_stream.h"
 #include "wire/http_proxy.h"
 
 namespace hotfix::wire {
+
+// A CA bundle's certificates, parsed.
+using TrustAnchors = std::vector<ossl::X509Ptr>;
+
+// Parses a CA bundle the way DialTls does (common/openssl.h's ParsePemCertificates, Go's
+// AppendCertsFromPEM rules). InvalidArgument "cluster CA unavailable; refusing to connect over
+// unverified TLS" for an empty bundle, "failed to parse cluster CA PEM" for one without a
+// certificate.
+StatusOr<TrustAnchors> ParseTrustAnchors(const std::string& ca_pem);
 
 struct TlsDialOptions {
   // TCP destination (a DNS name or an IP literal, no brackets) and port.
@@ -31,8 +41,13 @@ struct TlsDialOptions {
   std::string required_alpn = "h2";
   // The DNS name the server certificate must carry (SAN; no partial wildcards). Required.
   std::string verify_name;
-  // PEM trust anchors; every CERTIFICATE block is trusted, nothing else. Required.
+  // PEM trust anchors; every CERTIFICATE block is trusted, nothing else. Required unless
+  // trust_anchors is set.
   std::string ca_pem;
+  // The same anchors already parsed by ParseTrustAnchors, for a caller that must know the CA
+  // is usable before it starts other work (check-hotfix, before it asks IMDS): used instead
+  // of ca_pem when set, so the bundle is parsed once.
+  std::shared_ptr<const TrustAnchors> trust_anchors;
   // When set and true, the dial gives up before its next step (kUnavailable "dial
   // cancelled"): its result is no longer needed.
   const std::atomic<bool>* cancelled = nullptr;
@@ -52,9 +67,5 @@ class TlsStream : public ByteStream {
 // kPermissionDenied for certificate verification, kInvalidArgument for unusable options
 // (no CA, CA without certificates), kUnavailable otherwise.
 StatusOr<std::unique_ptr<TlsStream>> DialTls(const TlsDialOptions& options, Deadline deadline);
-
-// Parses the CA bundle the way DialTls will, so that callers can fail fast before doing
-// other work. Returns how many certificates it holds (at least 1).
-StatusOr<int> ValidateCaPem(const std::string& ca_pem);
 
 }  // namespace hotfix::wire

@@ -1,5 +1,6 @@
-// The service's attested-document verifier (service/node_identity.h): the `authorization`
-// metadata any TLS client can send. Three ways in, chosen by the first byte:
+// The service's attested-document verifier (service/node_identity.h, signed_document.h,
+// attested_content.h): the `authorization` metadata any TLS client can send. Three ways in,
+// chosen by the first byte:
 //  - even: the rest is the token as sent: size cap, strict base64, DER PKCS#7, PKCS7_verify
 //    against the roots, the signer's name, through the cache;
 //  - 1 mod 4: the rest is the document's JSON content, signed here by a signer the roots
@@ -25,7 +26,9 @@
 #include "common/base64.h"
 #include "fuzz_util.h"
 #include "imds_standin.h"
+#include "service/attested_content.h"
 #include "service/node_identity.h"
+#include "service/signed_document.h"
 #include "test_certs.h"
 
 using namespace hotfix;

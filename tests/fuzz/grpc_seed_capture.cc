@@ -49,7 +49,7 @@ class Service final : public akslivepatching::v1::LivePatchingService::Service {
 // Records what the server sends.
 class RecordingStream : public wire::ByteStream {
  public:
-  explicit RecordingStream(wire::Fd fd) : tcp_(std::move(fd)) {}
+  explicit RecordingStream(UniqueFd fd) : tcp_(std::move(fd)) {}
   Status WriteAll(std::string_view data, Deadline deadline) override {
     return tcp_.WriteAll(data, deadline);
   }

@@ -116,7 +116,7 @@ class CheckHotfixE2eTest : public ::testing::Test {
     run.stderr_text = r.stderr_text;
     last_stderr_ = r.stderr_text;
     run.log_file = dir_.Read("agent.log");
-    run.log_lines = ParseJsonLines(run.log_file);
+    run.log_lines = JsonLines(run.log_file);
     for (const Json& line : run.log_lines) EXPECT_FALSE(line.is_discarded()) << run.log_file;
     run.events = ReadEventFiles(args.events_dir);
     for (const Json& event : run.events) EXPECT_FALSE(event.is_discarded()) << "an event file";

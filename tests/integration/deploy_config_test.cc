@@ -2,7 +2,7 @@
 // the build machine and there is no cluster, so these read the files as text and hold them to
 // what is tested: the Envoy listener to the HAProxy and nginx configs the routing tests run,
 // and every flag the systemd unit and the Kubernetes Deployment pass to the binary.
-#include <fstream>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "service_fixture.h"
+#include "text_util.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -18,11 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string ReadDeployFile(const std::string& relative) {
-  std::ifstream in(std::filesystem::path(SourceDir()) / "deploy" / relative);
-  EXPECT_TRUE(in.good()) << relative;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  const std::filesystem::path path = std::filesystem::path(SourceDir()) / "deploy" / relative;
+  EXPECT_TRUE(std::filesystem::is_regular_file(path)) << relative;
+  return ReadFile(path);
 }
 
 // "5s", "1h", "3600s", "500ms" -> milliseconds; -1 if unparseable.

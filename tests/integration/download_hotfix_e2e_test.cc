@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -17,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "bin_dir.h"
+#include "check_hotfix_run.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 
@@ -150,12 +150,9 @@ class DownloadHotfixE2eTest : public ::testing::Test {
     return !node_.Read("calls").empty();
   }
   Json OnlyEvent() const {
-    std::vector<fs::path> events;
-    for (const auto& e : fs::directory_iterator(node_.File("events"))) events.push_back(e.path());
+    std::vector<Json> events = ReadEventFiles(node_.File("events"));
     EXPECT_EQ(events.size(), 1u);
-    if (events.empty()) return Json();
-    std::ifstream in(events[0]);
-    return Json::parse(in);
+    return events.empty() ? Json() : events[0];
   }
 
   TempDir node_{"download-hotfix-node"};

@@ -252,7 +252,7 @@ TEST_F(ServiceBadInputTest, MalformedProtobufIsRefusedWithoutReachingTheStore) {
   std::string err = lps_->Stderr();
   EXPECT_THAT(err, Not(HasSubstr("[libprotobuf")));
   bool protobuf_line = false;
-  for (const auto& l : JsonLines(err)) {
+  for (const auto& l : JsonLines(err, NonJsonLines::kSkip)) {
     if (l.value("msg", "") == "protobuf") {
       protobuf_line = true;
       EXPECT_EQ(l.value("level", ""), "WARN") << l.dump();

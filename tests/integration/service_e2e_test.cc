@@ -568,7 +568,7 @@ TEST_P(RefusesToStartTest, WithAMessageNamingTheFlag) {
   spawn.argv = args;
   RunResult r = RunProcess(std::move(spawn), seconds(30));
   EXPECT_EQ(r.status.exit_code, 1) << r.status.ToString() << "\n" << r.stderr_text;
-  std::vector<Json> lines = JsonLines(r.stderr_text);
+  std::vector<Json> lines = JsonLines(r.stderr_text, NonJsonLines::kSkip);
   ASSERT_FALSE(lines.empty()) << r.stderr_text;
   EXPECT_EQ(lines.back()["msg"], "refusing to start");
   std::string error = lines.back().value("error", "");

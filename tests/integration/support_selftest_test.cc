@@ -1,4 +1,4 @@
-// Self-tests of lp_testsupport's building blocks: certificates, temp dirs, subprocesses,
+// Self-tests of tests/support's building blocks: certificates, temp dirs, subprocesses,
 // ports, the ClientHello tap and the misbehaving TLS peers. The fixtures other tests trust
 // must themselves do what their headers promise.
 #include <gmock/gmock.h>
@@ -9,6 +9,7 @@
 #include <openssl/x509v3.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "test_certs.h"
+#include "text_util.h"
 #include "tls_client.h"
 #include "tls_peer.h"
 
@@ -158,6 +160,40 @@ TEST(TempDirTest, RemovesEverythingOnDestruction) {
     EXPECT_EQ(dir.Read("a.txt"), "hello");
   }
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(TempDirTest, WritesExactModesListsNamesAndRemovesAReadOnlyFolder) {
+  std::filesystem::path path;
+  {
+    TempDir dir("lp-selftest");
+    path = dir.path();
+    const mode_t old_umask = ::umask(077);
+    const std::filesystem::path plain = dir.Write("b.txt", "b");
+    const std::filesystem::path script = dir.Write("a.sh", "#!/bin/sh\n", 0755);
+    ::umask(old_umask);
+    EXPECT_EQ(std::filesystem::status(plain).permissions(), std::filesystem::perms(0644));
+    EXPECT_EQ(std::filesystem::status(script).permissions(), std::filesystem::perms(0755));
+    EXPECT_THAT(dir.Names(), ::testing::ElementsAre("a.sh", "b.txt"));
+    std::filesystem::permissions(path, std::filesystem::perms(0500));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(TextUtilTest, ReadsFilesAndJsonLines) {
+  TempDir dir("lp-selftest");
+  EXPECT_EQ(ReadFile(dir.Write("bytes", std::string("a\0b\n", 4))), std::string("a\0b\n", 4));
+  EXPECT_EQ(ReadFile(dir.File("absent")), "");
+  const std::string text = "{\"a\":1}\nE0101 a libgrpc line\n[2]\n{\"b\":2}\n";
+  std::vector<nlohmann::json> every = JsonLines(text);
+  ASSERT_EQ(every.size(), 4u);
+  EXPECT_EQ(every[0]["a"], 1);
+  EXPECT_TRUE(every[1].is_discarded());
+  EXPECT_EQ(every[2], nlohmann::json::array({2}));
+  EXPECT_EQ(every[3]["b"], 2);
+  std::vector<nlohmann::json> objects = JsonLines(text, NonJsonLines::kSkip);
+  ASSERT_EQ(objects.size(), 2u);
+  EXPECT_EQ(objects[0]["a"], 1);
+  EXPECT_EQ(objects[1]["b"], 2);
 }
 
 TEST(PortsTest, PicksDistinctBindablePorts) {

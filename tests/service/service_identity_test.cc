@@ -15,7 +15,9 @@
 #include "common/base64.h"
 #include "imds_standin.h"
 #include "openssl_util.h"
+#include "service/attested_content.h"
 #include "service/node_identity.h"
+#include "service/signed_document.h"
 #include "service/signer_cache.h"
 #include "test_certs.h"
 

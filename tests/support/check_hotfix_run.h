@@ -10,17 +10,16 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bin_dir.h"
 #include "common/base64.h"
 #include "subprocess.h"
+#include "text_util.h"
 
 namespace hotfix::testsupport {
 
@@ -76,17 +75,6 @@ inline SpawnOptions CheckHotfixSpawn(const CheckHotfixArgs& args) {
   return spawn;
 }
 
-// One value per line of JSON-lines text; a line that is not JSON becomes a discarded value
-// (is_discarded()), so a test can assert that every line parsed.
-inline std::vector<nlohmann::json> ParseJsonLines(const std::string& text) {
-  std::vector<nlohmann::json> values;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    values.push_back(nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false));
-  }
-  return values;
-}
-
 // Every file in a guest-agent events folder, parsed, in name order; none if the folder is
 // missing.
 inline std::vector<nlohmann::json> ReadEventFiles(const std::filesystem::path& dir) {
@@ -96,8 +84,7 @@ inline std::vector<nlohmann::json> ReadEventFiles(const std::filesystem::path& d
   std::sort(files.begin(), files.end());
   std::vector<nlohmann::json> events;
   for (const auto& f : files) {
-    std::ifstream in(f);
-    events.push_back(nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false));
+    events.push_back(nlohmann::json::parse(ReadFile(f), nullptr, /*allow_exceptions=*/false));
   }
   return events;
 }

@@ -231,6 +231,16 @@ uint32_t ReadUint32(std::string_view bytes, size_t offset) {
   return v;
 }
 
+std::vector<nghttp2_nv> ToNv(const HeaderFields& fields) {
+  std::vector<nghttp2_nv> nv;
+  for (const auto& [name, value] : fields) {
+    nv.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                  reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                  value.size(), NGHTTP2_NV_FLAG_NONE});
+  }
+  return nv;
+}
+
 struct HpackDecoder::Inflater {
   nghttp2_hd_inflater* hd = nullptr;
   bool failed = false;

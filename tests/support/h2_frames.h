@@ -10,8 +10,10 @@
 //
 // Reading the peer's side: FrameReader splits bytes into frames, HpackDecoder (nghttp2's
 // inflater: decoding a well-behaved server's answers is not the part under test) turns header
-// blocks into fields.
+// blocks into fields. ToNv hands fields to an nghttp2 session a test drives itself.
 #pragma once
+
+#include <nghttp2/nghttp2.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -149,6 +151,10 @@ std::optional<std::string_view> HeaderBlockFragment(const ReceivedFrame& frame);
 // Big-endian fields of SETTINGS, WINDOW_UPDATE, RST_STREAM and GOAWAY payloads.
 std::vector<std::pair<uint16_t, uint32_t>> SettingsParams(std::string_view payload);
 uint32_t ReadUint32(std::string_view bytes, size_t offset);
+
+// The fields as nghttp2's name/value pairs, for a test driving an nghttp2 session; they point
+// into `fields`, which must outlive them.
+std::vector<nghttp2_nv> ToNv(const HeaderFields& fields);
 
 // One connection's HPACK decoding context (its dynamic table): feed it every complete header
 // block the peer sends, in order. nullopt once a block fails to decode (the context is then

@@ -13,6 +13,7 @@
 
 #include "openssl_util.h"
 #include "service/node_identity.h"
+#include "service/signed_document.h"
 
 namespace hotfix::testsupport {
 namespace {

@@ -57,7 +57,7 @@ void LogNewRequests(const ts::ImdsStandin& imds, size_t* logged) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Azure IMDS attested-document stand-in for the local demo"};
-  std::string listen = "127.0.0.1:0", signer_cert, signer_key, write_ca;
+  std::string listen = "127.0.0.1:0", signer_cert, signer_key, write_ca, vm_id;
   int delay_ms = 0, status = 0, fail_first = 0;
   app.add_option("--listen", listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   key_opt->needs(cert_opt);
   app.add_option("--write-signer-ca", write_ca, "write the generated signer's root CA here")
       ->excludes(cert_opt);
+  app.add_option("--vm-id", vm_id, "the vmId of the node this IMDS answers for");
   app.add_option("--delay-ms", delay_ms, "wait before every answer")->check(CLI::NonNegativeNumber);
   app.add_option("--status", status, "answer this HTTP status instead of 200");
   app.add_option("--fail-first", fail_first, "answer 500 to the first N valid requests")
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
     options.host = host;
     options.port = port;
     if (!signer_cert.empty()) options.signer = {ReadFile(signer_cert), ReadFile(signer_key)};
+    if (!vm_id.empty()) options.vm_id = vm_id;
     options.behavior.delay = std::chrono::milliseconds(delay_ms);
     if (status != 0) options.behavior.status = status;
     options.behavior.failures_before_success = fail_first;

@@ -1,4 +1,4 @@
-// Internal to lp_testsupport: the project's OpenSSL owners (common/openssl.h) and small
+// Internal to tests/support: the project's OpenSSL owners (common/openssl.h) and small
 // helpers shared by the certificate, TLS and PKCS#7 code. Not part of any fixture's interface.
 #pragma once
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "h2_frames.h"
 #include "openssl_util.h"
 #include "socket_util.h"
 
@@ -59,16 +60,6 @@ bool SslWriteAll(SSL* ssl, std::string_view data) {
     data.remove_prefix(static_cast<size_t>(n));
   }
   return true;
-}
-
-std::vector<nghttp2_nv> ToNv(const HeaderList& headers) {
-  std::vector<nghttp2_nv> nv;
-  for (const auto& [name, value] : headers) {
-    nv.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                  reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
-                  value.size(), NGHTTP2_NV_FLAG_NONE});
-  }
-  return nv;
 }
 
 void AppendVarint(uint64_t v, std::string* out) {
@@ -163,7 +154,7 @@ class RawH2Server::Connection {
     HeaderList headers = {{":status", std::to_string(reply_.http_status)}};
     if (reply_.content_type) headers.emplace_back("content-type", *reply_.content_type);
     headers.insert(headers.end(), reply_.headers.begin(), reply_.headers.end());
-    std::vector<nghttp2_nv> nv = ToNv(headers);
+    std::vector<nghttp2_nv> nv = h2::ToNv(headers);
     if (reply_.headers_only) {
       nghttp2_submit_headers(session_, NGHTTP2_FLAG_END_STREAM, stream_id, nullptr, nv.data(),
                              nv.size(), nullptr);
@@ -173,7 +164,7 @@ class RawH2Server::Connection {
       // No DATA at all: the response headers, then the trailers.
       nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, stream_id, nullptr, nv.data(), nv.size(),
                              nullptr);
-      std::vector<nghttp2_nv> trailers = ToNv(*reply_.trailers);
+      std::vector<nghttp2_nv> trailers = h2::ToNv(*reply_.trailers);
       nghttp2_submit_trailer(session_, stream_id, trailers.data(), trailers.size());
       return;
     }
@@ -202,7 +193,7 @@ class RawH2Server::Connection {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF;
       if (self.reply_.trailers) {
         *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        std::vector<nghttp2_nv> nv = ToNv(*self.reply_.trailers);
+        std::vector<nghttp2_nv> nv = h2::ToNv(*self.reply_.trailers);
         nghttp2_submit_trailer(session, stream_id, nv.data(), nv.size());
       }
     }

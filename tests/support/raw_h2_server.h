@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "h2_frames.h"
 #include "test_certs.h"
 
 namespace hotfix::testsupport {
@@ -31,7 +32,7 @@ namespace net {
 class ConnectionServer;
 }
 
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
+using HeaderList = h2::HeaderFields;
 
 // What the server does once a request is complete (its END_STREAM arrived).
 enum class RawH2Action {

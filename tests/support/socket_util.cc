@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -84,6 +85,12 @@ void ConnectionServer::AcceptLoop() {
 }
 
 void ConnectionServer::Serve(int fd) {
+  // A test may restore SIGPIPE's default to prove its client never raises it; a handler
+  // writing to a peer that hung up must still not kill the process.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   handler_(fd);
   // Close under the lock so Stop() never shuts down a recycled descriptor number.
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,4 +1,4 @@
-// Internal to lp_testsupport: a loopback TCP accept loop that runs one handler thread per
+// Internal to tests/support: a loopback TCP accept loop that runs one handler thread per
 // connection and can always be stopped, plus the small socket helpers the relays need.
 #pragma once
 

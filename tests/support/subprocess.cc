@@ -11,12 +11,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "temp_dir.h"
+#include "text_util.h"
 
 extern char** environ;
 
@@ -44,13 +43,6 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   for (auto& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
-}
-
-std::string ReadWholeFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // PATH lookup happens here, before fork: the child may only make async-signal-safe calls.
@@ -224,8 +216,8 @@ void Subprocess::Signal(int sig) {
   if (!TryWait()) kill(-pid_, sig);
 }
 
-std::string Subprocess::Stdout() const { return ReadWholeFile(stdout_path_); }
-std::string Subprocess::Stderr() const { return ReadWholeFile(stderr_path_); }
+std::string Subprocess::Stdout() const { return ReadFile(stdout_path_); }
+std::string Subprocess::Stderr() const { return ReadFile(stderr_path_); }
 
 RunResult RunProcess(SpawnOptions options, std::chrono::milliseconds timeout) {
   Subprocess process(std::move(options));

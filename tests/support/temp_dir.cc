@@ -1,12 +1,15 @@
 #include "temp_dir.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
-#include <vector>
+
+#include "text_util.h"
 
 namespace hotfix::testsupport {
 
@@ -27,23 +30,32 @@ TempDir::TempDir(std::string_view prefix) {
 TempDir::~TempDir() {
   if (keep_) return;
   std::error_code ignored;  // best effort: a destructor must not throw
+  // A test may leave the folder read-only: give it back its write bit first.
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::add, ignored);
   std::filesystem::remove_all(path_, ignored);
 }
 
-std::filesystem::path TempDir::Write(std::string_view name, std::string_view contents) const {
+std::filesystem::path TempDir::Write(std::string_view name, std::string_view contents,
+                                     mode_t mode) const {
   std::filesystem::path path = File(name);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
   out.close();
   if (!out) throw std::runtime_error("writing " + path.string());
+  if (::chmod(path.c_str(), mode) != 0) throw std::runtime_error("chmod " + path.string());
   return path;
 }
 
-std::string TempDir::Read(std::string_view name) const {
-  std::ifstream in(File(name), std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+std::string TempDir::Read(std::string_view name) const { return ReadFile(File(name)); }
+
+std::vector<std::string> TempDir::Names() const {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+    names.push_back(entry.path().filename());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace hotfix::testsupport

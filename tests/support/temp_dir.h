@@ -1,10 +1,13 @@
 // A scoped temporary folder: created under $TMPDIR (or /tmp) and removed with everything in
-// it when the object goes away, also when a test fails.
+// it when the object goes away, also when a test fails (or left a folder read-only).
 #pragma once
+
+#include <sys/types.h>
 
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hotfix::testsupport {
 
@@ -19,10 +22,14 @@ class TempDir {
   const std::filesystem::path& path() const { return path_; }
   // path() / name; nothing is created.
   std::filesystem::path File(std::string_view name) const { return path_ / name; }
-  // Writes (replaces) path() / name and returns its path.
-  std::filesystem::path Write(std::string_view name, std::string_view contents) const;
+  // Writes (replaces) path() / name with these permission bits, whatever the umask, and
+  // returns its path.
+  std::filesystem::path Write(std::string_view name, std::string_view contents,
+                              mode_t mode = 0644) const;
   // Reads a file below path(); empty if it does not exist.
   std::string Read(std::string_view name) const;
+  // The names of the entries in path(), sorted.
+  std::vector<std::string> Names() const;
   // Keep the folder after destruction (set LP_KEEP_TEMP=1 to keep all of them for debugging).
   void Keep() { keep_ = true; }
 

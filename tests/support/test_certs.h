@@ -7,7 +7,7 @@
 //   CertAndKey lps = IssueLocalServerCert(ca, {"aks-security-patch.data.mcr.microsoft.com"});
 //   LeafOptions old;  old.dns_names = {"x"};  old.not_after = -std::chrono::hours(1);
 //   CertAndKey expired = ca.IssueLeaf(old);
-// Options structs throughout lp_testsupport are filled by assignment: GCC 12's
+// Options structs throughout tests/support are filled by assignment: GCC 12's
 // -Wmissing-field-initializers (-Wextra, -Werror) rejects designated initializers that skip
 // members.
 #pragma once

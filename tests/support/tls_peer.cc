@@ -26,10 +26,16 @@ std::vector<std::string> SplitAlpnWire(const unsigned char* in, unsigned int len
   return out;
 }
 
-// What the client offered, kept on the SSL for Record(); the ALPN callbacks fill it.
+// What the client offered, kept on the SSL for Record(); the callbacks fill it.
 struct Offer {
+  bool client_hello = false;
   std::vector<std::string> alpn;
 };
+
+int NoteClientHello(SSL* ssl, int*, void*) {
+  static_cast<Offer*>(SSL_get_app_data(ssl))->client_hello = true;
+  return SSL_CLIENT_HELLO_SUCCESS;
+}
 
 int SelectH2(SSL* ssl, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
              unsigned int inlen, void*) {
@@ -53,6 +59,15 @@ int SelectHttp11Regardless(SSL* ssl, const unsigned char** out, unsigned char* o
   return SSL_TLSEXT_ERR_OK;
 }
 
+int SelectAksLivePatchingRegardless(SSL* ssl, const unsigned char** out, unsigned char* outlen,
+                                    const unsigned char* in, unsigned int inlen, void*) {
+  static_cast<Offer*>(SSL_get_app_data(ssl))->alpn = SplitAlpnWire(in, inlen);
+  static const unsigned char kAksLivePatching[] = "aks-live-patching";
+  *out = kAksLivePatching;
+  *outlen = sizeof(kAksLivePatching) - 1;
+  return SSL_TLSEXT_ERR_OK;
+}
+
 int RecordOfferOnly(SSL* ssl, const unsigned char**, unsigned char*, const unsigned char* in,
                     unsigned int inlen, void*) {
   static_cast<Offer*>(SSL_get_app_data(ssl))->alpn = SplitAlpnWire(in, inlen);
@@ -63,6 +78,7 @@ ossl::SslCtxPtr MakeContext(const TlsPeerOptions& options) {
   ossl::SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
   ossl::Check(ctx != nullptr, "SSL_CTX_new");
   ossl::UseCertAndKey(ctx.get(), options.cert.cert_pem, options.cert.key_pem);
+  SSL_CTX_set_client_hello_cb(ctx.get(), NoteClientHello, nullptr);
   switch (options.mode) {
     case TlsPeerMode::kAcceptOnly:
       break;
@@ -71,6 +87,9 @@ ossl::SslCtxPtr MakeContext(const TlsPeerOptions& options) {
       break;
     case TlsPeerMode::kSelectHttp11:
       SSL_CTX_set_alpn_select_cb(ctx.get(), SelectHttp11Regardless, nullptr);
+      break;
+    case TlsPeerMode::kSelectAksLivePatching:
+      SSL_CTX_set_alpn_select_cb(ctx.get(), SelectAksLivePatchingRegardless, nullptr);
       break;
     case TlsPeerMode::kTls11Only:
       // OpenSSL 3 refuses TLS < 1.2 above security level 0 (SHA-1/MD5 in the handshake).
@@ -100,6 +119,31 @@ void DrainTlsUntilClosed(SSL* ssl) {
   }
 }
 
+void EchoUntilClosed(SSL* ssl) {
+  char buf[16384];
+  for (int n; (n = SSL_read(ssl, buf, sizeof(buf))) > 0;) {
+    if (SSL_write(ssl, buf, n) <= 0) return;
+  }
+}
+
+// After a successful handshake; the server closes fd once this returns.
+void AfterHandshake(TlsPeerAfterHandshake after, SSL* ssl, int fd) {
+  switch (after) {
+    case TlsPeerAfterHandshake::kDrain:
+      return DrainTlsUntilClosed(ssl);
+    case TlsPeerAfterHandshake::kEcho:
+      return EchoUntilClosed(ssl);
+    case TlsPeerAfterHandshake::kCloseNotify:
+      SSL_shutdown(ssl);
+      return;
+    case TlsPeerAfterHandshake::kReset: {
+      linger abort_on_close{1, 0};
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof(abort_on_close));
+      return;
+    }
+  }
+}
+
 std::string SelectedAlpn(SSL* ssl) {
   const unsigned char* p = nullptr;
   unsigned int len = 0;
@@ -109,7 +153,7 @@ std::string SelectedAlpn(SSL* ssl) {
 
 }  // namespace
 
-TlsPeer::TlsPeer(TlsPeerOptions options) : mode_(options.mode) {
+TlsPeer::TlsPeer(TlsPeerOptions options) : mode_(options.mode), after_(options.after) {
   if (mode_ != TlsPeerMode::kAcceptOnly) {
     ctx_ = std::make_unique<SslContext>(SslContext{MakeContext(options)});
   }
@@ -141,6 +185,7 @@ void TlsPeer::HandleConnection(int fd) {
   SSL_set_fd(ssl.get(), fd);
   TlsPeerConnection conn;
   conn.handshake_ok = SSL_accept(ssl.get()) == 1;
+  conn.client_hello = offer.client_hello;
   if (!conn.handshake_ok) conn.error = ossl::DrainErrors();
   const char* sni = SSL_get_servername(ssl.get(), TLSEXT_NAMETYPE_host_name);
   conn.sni = sni ? sni : "";
@@ -152,7 +197,7 @@ void TlsPeer::HandleConnection(int fd) {
   if (handshake_ok) {
     timeval forever{0, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof(forever));
-    DrainTlsUntilClosed(ssl.get());
+    AfterHandshake(after_, ssl.get(), fd);
   }
   ossl::DrainErrors();
 }

@@ -35,13 +35,24 @@ enum class TlsPeerMode {
   // Speaks only TLS 1.0/1.1 (SECLEVEL 0): a client requiring TLS 1.2 fails the handshake.
   // A client that allows TLS 1.1 at SECLEVEL 0 completes it (see the self-test).
   kTls11Only,
+  // Selects "aks-live-patching" whatever the client offered, then stays silent.
+  kSelectAksLivePatching,
   // Selects "h2" when offered (no ALPN otherwise) and completes TLS, then never sends
   // HTTP/2: no SETTINGS, no response. Also the apiserver stand-in for routing tests.
   kSelectH2Silent,
 };
 
+// What a peer does once its handshake succeeded ("stays silent" above is kDrain).
+enum class TlsPeerAfterHandshake {
+  kDrain,        // reads and drops everything until the client closes
+  kEcho,         // writes back every byte it reads
+  kCloseNotify,  // sends close_notify, then closes the connection
+  kReset,        // resets the TCP connection (SO_LINGER 0, then close), no close_notify
+};
+
 struct TlsPeerOptions {
   TlsPeerMode mode = TlsPeerMode::kSelectH2Silent;
+  TlsPeerAfterHandshake after = TlsPeerAfterHandshake::kDrain;
   // Required for every mode but kAcceptOnly.
   CertAndKey cert;
   uint16_t port = 0;  // 0: any free port on 127.0.0.1
@@ -52,9 +63,10 @@ struct TlsPeerOptions {
 TlsPeerOptions SilentApiserverOptions(const TestCa& ca, const std::string& fqdn);
 
 struct TlsPeerConnection {
+  bool client_hello = false;  // a ClientHello arrived (false: the client sent no TLS at all)
   bool handshake_ok = false;
   std::string error;  // why the handshake failed, as OpenSSL says
-  std::string sni;
+  std::string sni;    // empty: the client sent no server_name
   std::vector<std::string> offered_alpn;
   std::string selected_alpn;
   std::string protocol_version;  // "TLSv1.3"
@@ -82,6 +94,7 @@ class TlsPeer {
   void Record(TlsPeerConnection conn);
 
   TlsPeerMode mode_;
+  TlsPeerAfterHandshake after_;
   struct SslContext;
   std::unique_ptr<SslContext> ctx_;
   mutable std::mutex mu_;

@@ -14,9 +14,9 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using unittest::ModeOf;
-using unittest::Slurp;
-using unittest::TempDir;
 
 TEST(StageHotfixBinary, CopiesWithTheVhdModeAndLeavesTheVhdBinaryAlone) {
   TempDir usr, opt;
@@ -24,9 +24,9 @@ TEST(StageHotfixBinary, CopiesWithTheVhdModeAndLeavesTheVhdBinaryAlone) {
   const std::string vhd = opt.Write("aks-node-controller", "vhd binary", 0755);
   const std::string dst = opt.File("aks-node-controller-hotfix");
   ASSERT_TRUE(StageHotfixBinary(src, vhd, dst).ok());
-  EXPECT_EQ(Slurp(dst), "new binary");
+  EXPECT_EQ(ReadFile(dst), "new binary");
   EXPECT_EQ(ModeOf(dst), 0755u);
-  EXPECT_EQ(Slurp(vhd), "vhd binary");
+  EXPECT_EQ(ReadFile(vhd), "vhd binary");
   EXPECT_EQ(ModeOf(vhd), 0755u);
   EXPECT_EQ(ModeOf(src), 0644u);
   EXPECT_THAT(opt.Names(), ElementsAre("aks-node-controller", "aks-node-controller-hotfix"));
@@ -38,7 +38,7 @@ TEST(StageHotfixBinary, ReplacesAnEarlierHotfixAtomically) {
   const std::string vhd = opt.Write("aks-node-controller", "vhd", 0750);
   const std::string dst = opt.Write("aks-node-controller-hotfix", "first", 0700);
   ASSERT_TRUE(StageHotfixBinary(src, vhd, dst).ok());
-  EXPECT_EQ(Slurp(dst), "second");
+  EXPECT_EQ(ReadFile(dst), "second");
   EXPECT_EQ(ModeOf(dst), 0750u);
 }
 
@@ -57,7 +57,7 @@ TEST(StageHotfixBinary, MissingSourceSaysReading) {
   TempDir opt;
   const std::string vhd = opt.Write("aks-node-controller", "v", 0755);
   Status st = StageHotfixBinary(opt.File("absent"), vhd, opt.File("aks-node-controller-hotfix"));
-  EXPECT_THAT(st.message(), HasSubstr("reading " + opt.File("absent")));
+  EXPECT_THAT(st.message(), HasSubstr("reading " + opt.File("absent").string()));
   EXPECT_THAT(opt.Names(), ElementsAre("aks-node-controller"));
 }
 
@@ -66,7 +66,7 @@ TEST(StageHotfixBinary, MissingReferenceSaysStatAndLeavesNoTemp) {
   const std::string src = usr.Write("bin", "b", 0644);
   Status st = StageHotfixBinary(src, opt.File("aks-node-controller"),
                                 opt.File("aks-node-controller-hotfix"));
-  EXPECT_THAT(st.message(), HasSubstr("stat " + opt.File("aks-node-controller")));
+  EXPECT_THAT(st.message(), HasSubstr("stat " + opt.File("aks-node-controller").string()));
   EXPECT_TRUE(opt.Names().empty());
 }
 
@@ -76,7 +76,7 @@ TEST(StageHotfixBinary, MissingDestinationFolderIsAnError) {
   const std::string vhd = opt.Write("aks-node-controller", "v", 0755);
   Status st = StageHotfixBinary(src, vhd, opt.File("missing/aks-node-controller-hotfix"));
   EXPECT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), HasSubstr(opt.File("missing")));
+  EXPECT_THAT(st.message(), HasSubstr(opt.File("missing").string()));
 }
 
 TEST(StageHotfixBinary, WaitsForTheFolderLockHolder) {

@@ -5,19 +5,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+#include "text_util.h"
+
 namespace hotfix::node {
 namespace {
 
 using ::testing::HasSubstr;
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using wire::GrpcCode;
 
 class ScriptedFetcher : public LpsFetcher {
@@ -55,13 +58,6 @@ class ScriptedFetcher : public LpsFetcher {
   bool throws_ = false;
 };
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void WriteAll(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary) << data;
 }
@@ -76,15 +72,11 @@ nlohmann::json Json(const std::string& s) { return nlohmann::json::parse(s); }
 class CheckHotfixTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/check-hotfix-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    options_.pointer_path = dir_ + "/aks-node-controller-hotfix.json";
-    options_.node_config_path = dir_ + "/aks-node-controller-config.json";
+    options_.pointer_path = dir_.File("aks-node-controller-hotfix.json");
+    options_.node_config_path = dir_.File("aks-node-controller-config.json");
     options_.current_version = "202604.01.0";
-    events_dir_ = dir_ + "/events";
+    events_dir_ = dir_.File("events");
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   CheckHotfixResult Run(ScriptedFetcher fetcher) {
     return CheckHotfix(options_, fetcher, NullLogger());
@@ -96,14 +88,14 @@ class CheckHotfixTest : public ::testing::Test {
     while (auto* e = ::readdir(d)) {
       std::string name = e->d_name;
       if (name.size() > 5 && name.substr(name.size() - 5) == ".json") {
-        out.push_back(ReadAll(events_dir_ + "/" + name));
+        out.push_back(ReadFile(events_dir_ + "/" + name));
       }
     }
     ::closedir(d);
     return out;
   }
 
-  std::string dir_;
+  TempDir dir_{"check-hotfix-test"};
   std::string events_dir_;
   CheckHotfixOptions options_;
 };
@@ -115,7 +107,7 @@ TEST_F(CheckHotfixTest, SuccessReadAndWrite) {
   auto r = Run(ScriptedFetcher::Config(R"({"hotfixes":{"202604.01":"202604.01.1"}})"));
   EXPECT_EQ(r.outcome, Outcome::kLpsRead);
   EXPECT_TRUE(r.error.ok());
-  EXPECT_EQ(Json(ReadAll(options_.pointer_path)),
+  EXPECT_EQ(Json(ReadFile(options_.pointer_path)),
             Json(R"({"hotfixes":{"202604.01":"202604.01.1"}})"));
 }
 
@@ -123,7 +115,7 @@ TEST_F(CheckHotfixTest, NoHotfixForBaseStillStagesTheMap) {
   options_.current_version = "202607.15.0";
   auto r = Run(ScriptedFetcher::Config(R"({"hotfixes":{"202604.01":"202604.01.1"}})"));
   EXPECT_EQ(r.outcome, Outcome::kNoHotfixForBase);
-  EXPECT_EQ(Json(ReadAll(options_.pointer_path)),
+  EXPECT_EQ(Json(ReadFile(options_.pointer_path)),
             Json(R"({"hotfixes":{"202604.01":"202604.01.1"}})"));
 }
 
@@ -141,7 +133,7 @@ TEST_F(CheckHotfixTest, EmptyServedConfigIsBenignAndPreservesFile) {
     auto r = Run(ScriptedFetcher::Config(served));
     EXPECT_EQ(r.outcome, Outcome::kNoHotfixAvailable);
     EXPECT_TRUE(r.error.ok());
-    EXPECT_EQ(ReadAll(options_.pointer_path), kPreSeeded);  // byte for byte
+    EXPECT_EQ(ReadFile(options_.pointer_path), kPreSeeded);  // byte for byte
   }
 }
 
@@ -149,7 +141,7 @@ TEST_F(CheckHotfixTest, PreservesVersionAndScriptsVersionOnWrite) {
   WriteAll(options_.pointer_path, kPreSeeded);
   auto r = Run(ScriptedFetcher::Config(R"({"hotfixes":{"202604.01":"202604.01.9"}})"));
   EXPECT_EQ(r.outcome, Outcome::kLpsRead);
-  EXPECT_EQ(Json(ReadAll(options_.pointer_path)),
+  EXPECT_EQ(Json(ReadFile(options_.pointer_path)),
             Json(R"({"version":"202604.01.5","scripts_version":"202604.01.7",)"
                  R"("hotfixes":{"202604.01":"202604.01.9"}})"));
 }
@@ -181,7 +173,7 @@ TEST_F(CheckHotfixTest, InvalidServedConfigFailsAndWritesNothing) {
   auto r = Run(ScriptedFetcher::Config("not valid json"));
   EXPECT_EQ(r.outcome, Outcome::kFailed);
   EXPECT_THAT(r.error.message(), HasSubstr("parsing LPS hotfix pointer: unmarshaling hotfix"));
-  EXPECT_EQ(ReadAll(options_.pointer_path), kPreSeeded);
+  EXPECT_EQ(ReadFile(options_.pointer_path), kPreSeeded);
 }
 
 TEST_F(CheckHotfixTest, WrongTypesFailAndWriteNothing) {
@@ -195,7 +187,7 @@ TEST_F(CheckHotfixTest, ColdStartFallback) {
   auto r = Run(ScriptedFetcher::Local("dial tcp: connection refused"));
   EXPECT_EQ(r.outcome, Outcome::kCustomDataFallback);
   EXPECT_TRUE(r.error.ok());
-  EXPECT_EQ(Json(ReadAll(options_.pointer_path)),
+  EXPECT_EQ(Json(ReadFile(options_.pointer_path)),
             Json(R"({"hotfixes":{"202604.01":"202604.01.2"}})"));
 }
 
@@ -259,7 +251,7 @@ TEST(ClassifyFetchFailureTest, EveryCode) {
 }
 
 TEST_F(CheckHotfixTest, WriteFailureIsFailedAndLeavesNoFile) {
-  options_.pointer_path = dir_ + "/missing-folder/aks-node-controller-hotfix.json";
+  options_.pointer_path = dir_.File("missing-folder/aks-node-controller-hotfix.json");
   auto r = Run(ScriptedFetcher::Config(R"({"hotfixes":{"202604.01":"202604.01.1"}})"));
   EXPECT_EQ(r.outcome, Outcome::kFailed);
   EXPECT_THAT(r.error.message(), HasSubstr("writing hotfix config"));
@@ -275,7 +267,7 @@ TEST_F(CheckHotfixTest, DryRunReportsThePointerAndWritesNothing) {
   ASSERT_TRUE(r.staged.has_value());
   EXPECT_EQ(r.staged->version, "202604.01.5");
   EXPECT_EQ(r.staged->hotfixes.at("202604.01"), "202604.01.9");
-  EXPECT_EQ(ReadAll(options_.pointer_path), kPreSeeded);
+  EXPECT_EQ(ReadFile(options_.pointer_path), kPreSeeded);
   EXPECT_TRUE(Events().empty());
 }
 

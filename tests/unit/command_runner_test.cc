@@ -17,8 +17,8 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testsupport::TempDir;
 using unittest::CapturedLog;
-using unittest::TempDir;
 using namespace std::chrono_literals;
 
 RunOptions Opts(std::chrono::milliseconds timeout = 30s, bool capture = false) {
@@ -51,7 +51,7 @@ TEST(ProcessRunner, ArgvIsPassedWithoutAShell) {
   CommandResult r = runner->Run(
       {"sh", "-c", "printf '%s\\n' \"$@\" > \"$0\"", out, "pkg=1.2*", "a b", "$HOME", ";"}, Opts());
   ASSERT_TRUE(r.status.ok()) << r.status.message();
-  EXPECT_EQ(unittest::Slurp(out), "pkg=1.2*\na b\n$HOME\n;\n");
+  EXPECT_EQ(testsupport::ReadFile(out), "pkg=1.2*\na b\n$HOME\n;\n");
 }
 
 TEST(ProcessRunner, MissingProgramSaysSo) {
@@ -91,7 +91,7 @@ TEST(ProcessRunner, KillsAHungCommandAndItsChildrenAtTheDeadline) {
   EXPECT_EQ(r.status.message(), "killed after 300 ms timeout (signal: killed)");
   EXPECT_EQ(r.exit_code, -1);
   EXPECT_LT(took, 20s);  // generous: the command alone would take 60 s
-  const pid_t child = std::stoi(unittest::Slurp(pidfile));
+  const pid_t child = std::stoi(testsupport::ReadFile(pidfile));
   // The grandchild gets SIGKILL too; give the kernel a moment to reap it (init adopts it).
   bool gone = false;
   for (int i = 0; i < 200 && !gone; ++i) {
@@ -236,7 +236,7 @@ TEST(FindOnPath, FirstExecutableRegularFile) {
   b.Write("tool", "#!/bin/sh\n", 0755);
   const char* old = getenv("PATH");
   const std::string saved = old ? old : "";
-  setenv("PATH", (":" + a.path() + ":" + b.path()).c_str(), 1);
+  setenv("PATH", (":" + a.path().string() + ":" + b.path().string()).c_str(), 1);
   EXPECT_EQ(FindOnPath("tool"), b.File("tool"));
   EXPECT_EQ(FindOnPath("absent-tool"), "");
   setenv("PATH", saved.c_str(), 1);

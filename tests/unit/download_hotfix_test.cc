@@ -17,10 +17,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using unittest::CapturedLog;
 using unittest::ModeOf;
-using unittest::Slurp;
-using unittest::TempDir;
 using namespace std::chrono_literals;
 
 // Records every command; install commands exit with the scripted codes, the version query
@@ -139,11 +139,11 @@ TEST_F(DownloadHotfixTest, TargetedInstallRunsTheAptCommandsConfirmsAndStages) {
   EXPECT_EQ(r.binary_target, "202604.01.1");
   EXPECT_THAT(Programs(), ElementsAre("dpkg", "apt-get", "apt-get", "dpkg-query"));
   EXPECT_EQ(runner_.calls[1][7],
-            "Dir::Etc::sourcelist=" + etc_.File("sources.list.d/microsoft-prod.list"));
+            "Dir::Etc::sourcelist=" + etc_.File("sources.list.d/microsoft-prod.list").string());
   EXPECT_EQ(runner_.calls[2].back(), "aks-node-controller=202604.01.1*");
-  EXPECT_EQ(Slurp(options_.hotfix_binary), "hotfix binary");
+  EXPECT_EQ(ReadFile(options_.hotfix_binary), "hotfix binary");
   EXPECT_EQ(ModeOf(options_.hotfix_binary), 0755u);
-  EXPECT_EQ(Slurp(options_.vhd_binary), "vhd binary");
+  EXPECT_EQ(ReadFile(options_.vhd_binary), "vhd binary");
   EXPECT_THAT(log_.Messages(),
               ::testing::IsSupersetOf({"downloading ANC hotfix",
                                        "installed hotfix binary alongside VHD binary",
@@ -223,7 +223,7 @@ TEST_F(DownloadHotfixTest, AzureLinuxWithoutDnfUsesTdnfAndRpm) {
 TEST_F(DownloadHotfixTest, DryRunPlansAndRunsNothing) {
   Pointer(R"({"version":"202604.01.1","scripts_version":"202604.01.1"})");
   opt_.Write("nodecustomdata.yml",
-             "write_files:\n- {path: " + opt_.File("marker") + ", content: m}\n");
+             "write_files:\n- {path: " + opt_.File("marker").string() + ", content: m}\n");
   options_.dry_run = true;
   auto r = Run("202604.01.0");
   EXPECT_EQ(r.exit_code, 0);
@@ -232,7 +232,7 @@ TEST_F(DownloadHotfixTest, DryRunPlansAndRunsNothing) {
   ASSERT_EQ(r.commands.size(), 4u);
   EXPECT_EQ(r.commands[3][0], "dpkg-query");
   EXPECT_EQ(r.staged_to, options_.hotfix_binary);
-  EXPECT_THAT(r.files, ElementsAre(opt_.File("marker")));
+  EXPECT_THAT(r.files, ElementsAre(opt_.File("marker").string()));
   EXPECT_THAT(opt_.Names(), ElementsAre("aks-node-controller", "aks-node-controller-hotfix.json",
                                         "nodecustomdata.yml"));
 }
@@ -250,7 +250,7 @@ TEST_F(DownloadHotfixTest, ScriptsHotfixFollowsScriptsVersion) {
   auto r = Run("202604.01.0");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.scripts, ScriptsOutcome::kApplied);
-  EXPECT_EQ(Slurp(marker), "m");
+  EXPECT_EQ(ReadFile(marker), "m");
   EXPECT_THAT(runner_.calls, IsEmpty());  // no binary target
 }
 
@@ -276,7 +276,8 @@ class DownloadHotfixCommandTest : public DownloadHotfixTest {
   nlohmann::json OnlyEvent() {
     auto names = events_.Names();
     EXPECT_EQ(names.size(), 1u);
-    return names.empty() ? nlohmann::json() : nlohmann::json::parse(Slurp(events_.File(names[0])));
+    return names.empty() ? nlohmann::json()
+                         : nlohmann::json::parse(ReadFile(events_.File(names[0])));
   }
   TempDir events_{"events"};
 };

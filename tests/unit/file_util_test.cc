@@ -17,10 +17,10 @@
 namespace hotfix {
 namespace {
 
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using unittest::CapturedLog;
 using unittest::ModeOf;
-using unittest::Slurp;
-using unittest::TempDir;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -43,7 +43,7 @@ TEST(WriteFileAtomicallyTest, WritesExactlyTheData) {
   TempDir dir;
   const std::string data("line\n\0binary\xFF", 13);
   ASSERT_TRUE(WriteFileAtomically(dir.File("f"), data, Options(0644)).ok());
-  EXPECT_EQ(Slurp(dir.File("f")), data);
+  EXPECT_EQ(ReadFile(dir.File("f")), data);
   EXPECT_THAT(dir.Names(), ElementsAre("f"));
 }
 
@@ -51,7 +51,7 @@ TEST(WriteFileAtomicallyTest, ReplacesAnExistingFile) {
   TempDir dir;
   const std::string path = dir.Write("f", "a much longer old content");
   ASSERT_TRUE(WriteFileAtomically(path, "new", Options(0644)).ok());
-  EXPECT_EQ(Slurp(path), "new");
+  EXPECT_EQ(ReadFile(path), "new");
 }
 
 TEST(WriteFileAtomicallyTest, AppliesTheModeRegardlessOfUmask) {
@@ -74,7 +74,7 @@ TEST(WriteFileAtomicallyTest, FailedRenameRemovesTheTempFileAndLeavesTheTarget) 
   fs::create_directory(target);
   Status st = WriteFileAtomically(target, "data", Options(0644));
   ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), StartsWith("rename " + dir.path() + "/.test-tmp-"));
+  EXPECT_THAT(st.message(), StartsWith("rename " + dir.path().string() + "/.test-tmp-"));
   EXPECT_THAT(dir.Names(), ElementsAre("target"));
   EXPECT_TRUE(fs::is_directory(target));
 }
@@ -96,7 +96,7 @@ TEST(WriteFileAtomicallyTest, FailedWriteRemovesTheTempFileAndLeavesTheTarget) {
   ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
   ASSERT_TRUE(WIFEXITED(wstatus));
   EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "1: the write succeeded, 2: some other error";
-  EXPECT_EQ(Slurp(target), "old");
+  EXPECT_EQ(ReadFile(target), "old");
   EXPECT_THAT(dir.Names(), ElementsAre("target"));
 }
 
@@ -105,7 +105,7 @@ TEST(WriteFileAtomicallyTest, MissingFolderIsNotFound) {
   Status st = WriteFileAtomically(dir.File("missing/f"), "x", Options(0644));
   ASSERT_FALSE(st.ok());
   EXPECT_TRUE(st.IsNotFound());
-  EXPECT_THAT(st.message(), StartsWith("creating temp file in " + dir.File("missing")));
+  EXPECT_THAT(st.message(), StartsWith("creating temp file in " + dir.File("missing").string()));
   EXPECT_FALSE(fs::exists(dir.File("missing")));
 }
 
@@ -140,7 +140,7 @@ TEST(RemoveStaleTempFilesTest, RemovesOnlyRegularFilesWithThePrefix) {
   fs::create_symlink(dir.File("keep"), dir.File(".tmp-link"));
   EXPECT_EQ(RemoveStaleTempFiles(dir.path(), ".tmp-"), 2);
   EXPECT_THAT(dir.Names(), ElementsAre(".tmp-", ".tmp-folder", ".tmp-link", "keep", "x.tmp-abc"));
-  EXPECT_EQ(Slurp(dir.File("keep")), "unrelated");
+  EXPECT_EQ(ReadFile(dir.File("keep")), "unrelated");
 }
 
 TEST(RemoveStaleTempFilesTest, MissingFolderRemovesNothing) {
@@ -159,7 +159,7 @@ TEST(FolderLockTest, SecondAcquireTimesOutWhileTheFirstIsHeld) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), Status::Code::kDeadlineExceeded);
   EXPECT_EQ(second.status().message(),
-            "locking folder " + dir.path() + ": held by another process");
+            "locking folder " + dir.path().string() + ": held by another process");
 }
 
 TEST(FolderLockTest, ReleasedOnDestruction) {

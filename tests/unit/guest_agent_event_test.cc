@@ -17,10 +17,10 @@
 namespace hotfix::node {
 namespace {
 
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using unittest::CapturedLog;
 using unittest::ModeOf;
-using unittest::Slurp;
-using unittest::TempDir;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -88,7 +88,7 @@ TEST_F(GuestAgentEventTest, ReferenceEventLoggerLog) {
   std::vector<std::string> names = Names(events);
   ASSERT_EQ(names.size(), 2u);
   std::vector<Json> docs;
-  for (const std::string& name : names) docs.push_back(Json::parse(Slurp(events + "/" + name)));
+  for (const std::string& name : names) docs.push_back(Json::parse(ReadFile(events + "/" + name)));
   // Identify the events by content: file names come from the clock at write time.
   const Json& error = docs[0]["EventLevel"] == "Error" ? docs[0] : docs[1];
   const Json& info = docs[0]["EventLevel"] == "Error" ? docs[1] : docs[0];
@@ -172,7 +172,7 @@ TEST_F(GuestAgentEventTest, FileIsNamedByNanosecondsWith0644AndNoTempLeft) {
   ASSERT_EQ(::stat((events + "/" + names[0]).c_str(), &file), 0);
   EXPECT_EQ(file.st_mode & 07777, 0644u);
   // Exactly the formatted event: no trailing newline.
-  EXPECT_EQ(Slurp(events + "/" + names[0]),
+  EXPECT_EQ(ReadFile(events + "/" + names[0]),
             FormatGuestAgentEvent({"CheckHotfix", false, "m", start_, end_}));
 }
 
@@ -183,7 +183,7 @@ TEST_F(GuestAgentEventTest, CreatesMissingFoldersWith0755) {
   Status st = WriteGuestAgentEvent(events, {"T", false, "", start_, end_});
   ::umask(old_umask);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  for (const std::string& folder : {dir.File("a"), dir.File("a/b"), events}) {
+  for (const std::string& folder : {dir.File("a").string(), dir.File("a/b").string(), events}) {
     struct stat info {};
     ASSERT_EQ(::stat(folder.c_str(), &info), 0) << folder;
     EXPECT_EQ(info.st_mode & 07777, 0755u) << folder;
@@ -212,7 +212,7 @@ TEST_F(GuestAgentEventTest, FolderThatIsAFileIsAnError) {
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), StartsWith("creating events folder " + events));
   EXPECT_THAT(st.message(), HasSubstr("Not a directory"));
-  EXPECT_EQ(Slurp(events), "not a folder");
+  EXPECT_EQ(ReadFile(events), "not a folder");
 
   st = WriteGuestAgentEvent(events + "/sub", {"T", false, "", start_, end_});
   ASSERT_FALSE(st.ok());

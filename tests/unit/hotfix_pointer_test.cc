@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include "node/go_json.h"
 #include "unit_test_util.h"
 
 #include <filesystem>
@@ -14,10 +15,10 @@
 namespace hotfix::node {
 namespace {
 
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using unittest::CapturedLog;
 using unittest::ModeOf;
-using unittest::Slurp;
-using unittest::TempDir;
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;

@@ -10,14 +10,15 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base64.h"
+#include "common/host_port.h"
 
 namespace hotfix::node {
 namespace {
 
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using unittest::CapturedLog;
 using unittest::ModeOf;
-using unittest::Slurp;
-using unittest::TempDir;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -192,7 +193,8 @@ TEST(ResolveLpsTargetTest, UnreadableConfigIsAnErrorWithoutFallback) {
   const std::string nbc = dir.Write("nbc.sh", NbcContent("fallback.example.com", ""));
   StatusOr<LpsTarget> t = ResolveLpsTarget(dir.File("config.json"), nbc, log.logger());
   ASSERT_FALSE(t.ok());
-  EXPECT_THAT(t.status().message(), StartsWith("reading node config " + dir.File("config.json")));
+  EXPECT_THAT(t.status().message(),
+              StartsWith("reading node config " + dir.File("config.json").string()));
   EXPECT_THAT(t.status().message(), HasSubstr("Is a directory"));
   EXPECT_THAT(log.Lines(), IsEmpty());
 }
@@ -459,7 +461,8 @@ TEST(ReadColdStartHotfixesTest, ReadErrorNamesThePath) {
   fs::create_directory(dir.File("config.json"));
   StatusOr<std::optional<HotfixMap>> m = ReadColdStartHotfixes(dir.File("config.json"));
   ASSERT_FALSE(m.ok());
-  EXPECT_THAT(m.status().message(), StartsWith("reading node config " + dir.File("config.json")));
+  EXPECT_THAT(m.status().message(),
+              StartsWith("reading node config " + dir.File("config.json").string()));
 }
 
 // --- §1.3.2 host normalisation ---

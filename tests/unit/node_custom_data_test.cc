@@ -13,10 +13,10 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using unittest::CapturedLog;
 using unittest::ModeOf;
-using unittest::Slurp;
-using unittest::TempDir;
 
 constexpr char kGzipContent[] = "H4sIAAAAAAAC/0uvyizQTc7PK0nNKwEAoD0Z5wwAAAA=";  // "gzip-content"
 // Two gzip members, which Go's gzip.Reader reads as one stream: "part one part two".
@@ -57,9 +57,9 @@ TEST_F(NodeCustomDataTest, PlainAndGzipEntries) {
       kGzipContent + "\n");
   ASSERT_TRUE(applied.ok()) << applied.status().message();
   EXPECT_THAT(applied->paths, ElementsAre(At("plain.txt"), At("gzip.txt")));
-  EXPECT_EQ(Slurp(At("plain.txt")), "plain-content\n");
+  EXPECT_EQ(ReadFile(At("plain.txt")), "plain-content\n");
   EXPECT_EQ(ModeOf(At("plain.txt")), 0600u);
-  EXPECT_EQ(Slurp(At("gzip.txt")), "gzip-content");
+  EXPECT_EQ(ReadFile(At("gzip.txt")), "gzip-content");
 }
 
 TEST_F(NodeCustomDataTest, Base64AndConcatenatedGzipMembers) {
@@ -71,8 +71,8 @@ TEST_F(NodeCustomDataTest, Base64AndConcatenatedGzipMembers) {
       "- {path: " +
       At("two") + ", encoding: gzip, content: !!binary " + kTwoMembers + "}\n");
   ASSERT_TRUE(applied.ok()) << applied.status().message();
-  EXPECT_EQ(Slurp(At("b64")), "base64-content\n");
-  EXPECT_EQ(Slurp(At("two")), "part one part two");
+  EXPECT_EQ(ReadFile(At("b64")), "base64-content\n");
+  EXPECT_EQ(ReadFile(At("two")), "part one part two");
 }
 
 TEST_F(NodeCustomDataTest, NewFileModeIsTheEntrysLessTheUmaskAndDefaults0644) {
@@ -103,7 +103,7 @@ TEST_F(NodeCustomDataTest, ExistingFileKeepsItsModeAndOwner) {
   ASSERT_EQ(::chown(existing.c_str(), 4242, 4343) == 0, geteuid() == 0);
   ASSERT_TRUE(
       Apply("write_files:\n- {path: " + existing + ", permissions: '0700', content: new}\n").ok());
-  EXPECT_EQ(Slurp(existing), "new");
+  EXPECT_EQ(ReadFile(existing), "new");
   EXPECT_EQ(ModeOf(existing), 0604u);
   if (geteuid() == 0) {
     struct stat st {};
@@ -123,11 +123,11 @@ TEST_F(NodeCustomDataTest, CreatesParentFoldersAndFollowsSymlinks) {
                     "- {path: " +
                     At("link") + ", content: through}\n")
                   .ok());
-  EXPECT_EQ(Slurp(At("deep/er/file")), "made");
+  EXPECT_EQ(ReadFile(At("deep/er/file")), "made");
   struct stat st {};
   ASSERT_EQ(::stat(At("deep/er").c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));
-  EXPECT_EQ(Slurp(target), "through");
+  EXPECT_EQ(ReadFile(target), "through");
   ASSERT_EQ(::lstat(At("link").c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode));
 }
@@ -144,7 +144,7 @@ TEST_F(NodeCustomDataTest, ABadEntryAnywhereWritesNothing) {
   ASSERT_FALSE(applied.ok());
   EXPECT_THAT(applied.status().message(),
               HasSubstr("write_files[1] (" + At("second") + "): unsupported encoding \"gz+b64\""));
-  EXPECT_EQ(Slurp(first), "untouched");
+  EXPECT_EQ(ReadFile(first), "untouched");
   EXPECT_THAT(root_.Names(), ElementsAre("first"));
 }
 
@@ -171,7 +171,8 @@ TEST_F(NodeCustomDataTest, EachEntryErrorIsNamed) {
     auto applied = Apply("write_files:\n" + entry + "\n");
     ASSERT_FALSE(applied.ok()) << entry;
     EXPECT_THAT(applied.status().message(), HasSubstr(want)) << entry;
-    EXPECT_THAT(applied.status().message(), HasSubstr(cfg_.File("nodecustomdata.yml"))) << entry;
+    EXPECT_THAT(applied.status().message(), HasSubstr(cfg_.File("nodecustomdata.yml").string()))
+        << entry;
   }
 }
 
@@ -224,7 +225,7 @@ TEST_F(NodeCustomDataTest, RemovesTempFilesAKilledRunLeft) {
   root_.Write(".aks-node-controller-update-XYZ", "the binary staging's own temp: not ours");
   ASSERT_TRUE(Apply("write_files:\n- {path: " + At("f") + ", content: x}\n").ok());
   EXPECT_THAT(root_.Names(), ElementsAre(".aks-node-controller-update-XYZ", "f"));
-  EXPECT_EQ(Slurp(At("f")), "x");
+  EXPECT_EQ(ReadFile(At("f")), "x");
 }
 
 TEST(ParseNodeCustomData, KeepsUnknownKeysOutAndNullEntriesEmpty) {

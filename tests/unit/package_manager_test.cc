@@ -12,7 +12,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using unittest::TempDir;
+using testsupport::TempDir;
 
 // PATH pointed at a folder the test controls, restored afterwards.
 class ScopedPath {
@@ -65,7 +65,7 @@ TEST_F(DetectPackageManagerTest, UnsupportedOrMissingId) {
   EXPECT_THAT(Detect("ID='ubuntu'\n").status().message(), "unsupported OS: 'ubuntu'");
   EXPECT_THAT(Detect("ID=\n").status().message(), "unsupported OS: ");
   EXPECT_THAT(Detect("VERSION_ID=1\n").status().message(),
-              "ID not found in " + dir_.File("os-release"));
+              "ID not found in " + dir_.File("os-release").string());
   // ID_LIKE and VERSION_ID do not count; the first ID= line wins.
   EXPECT_THAT(Detect("ID_LIKE=ubuntu\nID=acl\nID=ubuntu\n").status().message(),
               "unsupported OS: acl");
@@ -74,7 +74,7 @@ TEST_F(DetectPackageManagerTest, UnsupportedOrMissingId) {
 TEST_F(DetectPackageManagerTest, UnreadableOsReleaseIsAnError) {
   StatusOr<PackageManager> pm = DetectPackageManager(dir_.File("nonexistent"));
   ASSERT_FALSE(pm.ok());
-  EXPECT_THAT(pm.status().message(), HasSubstr("reading " + dir_.File("nonexistent")));
+  EXPECT_THAT(pm.status().message(), HasSubstr("reading " + dir_.File("nonexistent").string()));
   EXPECT_FALSE(DetectPackageManager(dir_.path()).ok());  // a folder
 }
 
@@ -91,8 +91,8 @@ TEST_F(DetectPackageManagerTest, RealHostIsRecognisedOrSaysWhy) {
 TEST(ResolveMicrosoftProdSources, PrefersListThenSources) {
   TempDir dir;
   EXPECT_THAT(ResolveMicrosoftProdSources(dir.path()).status().message(),
-              "neither " + dir.File("microsoft-prod.list") + " nor " +
-                  dir.File("microsoft-prod.sources") + " exists");
+              "neither " + dir.File("microsoft-prod.list").string() + " nor " +
+                  dir.File("microsoft-prod.sources").string() + " exists");
   dir.Write("microsoft-prod.sources", "Types: deb\n");
   EXPECT_EQ(*ResolveMicrosoftProdSources(dir.path()), dir.File("microsoft-prod.sources"));
   dir.Write("microsoft-prod.list",

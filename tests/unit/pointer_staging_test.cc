@@ -20,10 +20,10 @@
 namespace hotfix::node {
 namespace {
 
+using testsupport::ReadFile;
+using testsupport::TempDir;
 using unittest::CapturedLog;
 using unittest::ModeOf;
-using unittest::Slurp;
-using unittest::TempDir;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
@@ -49,7 +49,8 @@ TEST(StageHotfixesTest, ShapeOfANewFile) {
   TempDir dir;
   const std::string path = dir.File("hotfix.json");
   ASSERT_TRUE(StageHotfixes(path, {{"202604.01", "202604.01.1"}}, Soon(), NullLogger()).ok());
-  EXPECT_EQ(Json::parse(Slurp(path)), Json::parse(R"({"hotfixes":{"202604.01":"202604.01.1"}})"));
+  EXPECT_EQ(Json::parse(ReadFile(path)),
+            Json::parse(R"({"hotfixes":{"202604.01":"202604.01.1"}})"));
   StatusOr<HotfixPointer> read = ReadHotfixPointer(path);
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(ResolveVersion(*read, "202604.01.0", NullLogger()), "202604.01.1");
@@ -59,15 +60,15 @@ TEST(StageHotfixesTest, EmptyMapKeepsStableKey) {
   TempDir dir;
   const std::string path = dir.File("hotfix.json");
   ASSERT_TRUE(StageHotfixes(path, {}, Soon(), NullLogger()).ok());
-  EXPECT_EQ(Slurp(path), R"({"hotfixes":{}})");
+  EXPECT_EQ(ReadFile(path), R"({"hotfixes":{}})");
 }
 
 TEST(StageHotfixesTest, PreservesExistingVersionAndScriptsVersion) {
   TempDir dir;
   const std::string path = dir.Write("hotfix.json", kSeeded);
   ASSERT_TRUE(StageHotfixes(path, {{"202604.01", "202604.01.9"}}, Soon(), NullLogger()).ok());
-  EXPECT_EQ(Slurp(path), R"({"version":"202604.01.5","scripts_version":"202604.01.7",)"
-                         R"("hotfixes":{"202604.01":"202604.01.9"}})");
+  EXPECT_EQ(ReadFile(path), R"({"version":"202604.01.5","scripts_version":"202604.01.7",)"
+                            R"("hotfixes":{"202604.01":"202604.01.9"}})");
 }
 
 TEST(StageHotfixesTest, NewFileIs0644) {
@@ -105,7 +106,7 @@ TEST(StageHotfixesTest, ReplacesHotfixesWholeAndDropsOtherKeys) {
       "hotfix.json",
       R"({"Version":"v","sha256":"abc","hotfixes":{"202604.01":"202604.01.1","202605.01":"x"}})");
   ASSERT_TRUE(StageHotfixes(path, {{"202606.01", "202606.01.1"}}, Soon(), NullLogger()).ok());
-  EXPECT_EQ(Slurp(path), R"({"version":"v","hotfixes":{"202606.01":"202606.01.1"}})");
+  EXPECT_EQ(ReadFile(path), R"({"version":"v","hotfixes":{"202606.01":"202606.01.1"}})");
 }
 
 TEST(StageHotfixesTest, LogsTheStagedPath) {
@@ -125,7 +126,7 @@ TEST(StageHotfixesTest, InvalidExistingFileWarnsAndCarriesNothingOver) {
   CapturedLog log;
   const std::string path = dir.Write("hotfix.json", R"({"version":"v","hotfixes":[]})");
   ASSERT_TRUE(StageHotfixes(path, {{"a", "b"}}, Soon(), log.logger()).ok());
-  EXPECT_EQ(Slurp(path), R"({"hotfixes":{"a":"b"}})");
+  EXPECT_EQ(ReadFile(path), R"({"hotfixes":{"a":"b"}})");
   std::vector<Json> lines = log.Lines();
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0]["level"], "WARN");
@@ -156,7 +157,7 @@ TEST(StageHotfixesTest, RemovesStaleTempFilesButNothingElse) {
   EXPECT_THAT(dir.Names(),
               ElementsAre(".aks-node-controller-hotfix-dir", ".aks-node-controller-update-xyz",
                           "hotfix.json", "unrelated.txt"));
-  EXPECT_EQ(Slurp(dir.File("unrelated.txt")), "keep me");
+  EXPECT_EQ(ReadFile(dir.File("unrelated.txt")), "keep me");
 }
 
 TEST(StageHotfixesTest, MissingParentFolderIsAnErrorAndIsNotCreated) {
@@ -176,7 +177,7 @@ TEST(StageHotfixesTest, ParentThatIsARegularFileIsAnError) {
       StageHotfixes(dir.File("plain/hotfix.json"), {{"a", "b"}}, Soon(), NullLogger()).status();
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), StartsWith("opening folder "));
-  EXPECT_EQ(Slurp(dir.File("plain")), "x");
+  EXPECT_EQ(ReadFile(dir.File("plain")), "x");
   EXPECT_THAT(dir.Names(), ElementsAre("plain"));
 }
 
@@ -189,7 +190,7 @@ TEST(StageHotfixesTest, PointerThatIsADirectoryIsAnErrorAndUntouched) {
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), StartsWith("rename "));
   EXPECT_TRUE(fs::is_directory(path));
-  EXPECT_EQ(Slurp(path + "/inside"), "content");
+  EXPECT_EQ(ReadFile(path + "/inside"), "content");
   EXPECT_FALSE(HasTempFile(dir));
 }
 
@@ -216,7 +217,7 @@ TEST(StageHotfixesTest, FailedWriteLeavesPointerByteForByteAndNoTempFile) {
   ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
   ASSERT_TRUE(WIFEXITED(wstatus));
   EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "1: the write succeeded, 2: some other error";
-  EXPECT_EQ(Slurp(path), kSeeded);
+  EXPECT_EQ(ReadFile(path), kSeeded);
   EXPECT_EQ(ModeOf(path), 0600u);
   EXPECT_THAT(dir.Names(), ElementsAre("hotfix.json"));
 }
@@ -231,7 +232,7 @@ TEST(StageHotfixesTest, DanglingSymlinkIsReplacedByARegularFile) {
   EXPECT_FALSE(fs::is_symlink(path));
   EXPECT_TRUE(fs::is_regular_file(path));
   EXPECT_EQ(ModeOf(path), 0644u);
-  EXPECT_EQ(Slurp(path), R"({"hotfixes":{"a":"b"}})");
+  EXPECT_EQ(ReadFile(path), R"({"hotfixes":{"a":"b"}})");
   EXPECT_FALSE(fs::exists(dir.File("target.json")));
 }
 
@@ -248,7 +249,7 @@ TEST(StageHotfixesTest, ReplacingASymlinkIsLogged) {
   EXPECT_EQ(lines[0]["msg"],
             "hotfix pointer path is a symlink; replacing the link with a regular file");
   EXPECT_EQ(lines[0]["level"], "WARN");
-  EXPECT_EQ(lines[0]["target"], dir.File("target.json"));
+  EXPECT_EQ(lines[0]["target"], dir.File("target.json").string());
 }
 
 TEST(StageHotfixesTest, ARegularPointerLogsNoSymlinkWarning) {
@@ -267,9 +268,9 @@ TEST(StageHotfixesTest, SymlinkToAFileCarriesItsFieldsButLeavesTheTargetAlone) {
   ASSERT_TRUE(StageHotfixes(path, {{"a", "b"}}, Soon(), NullLogger()).ok());
   EXPECT_FALSE(fs::is_symlink(path));
   EXPECT_EQ(ModeOf(path), 0600u);  // the mode is read through the link
-  EXPECT_EQ(Slurp(path),
+  EXPECT_EQ(ReadFile(path),
             R"({"version":"202604.01.5","scripts_version":"202604.01.7","hotfixes":{"a":"b"}})");
-  EXPECT_EQ(Slurp(target), kSeeded);
+  EXPECT_EQ(ReadFile(target), kSeeded);
 }
 
 TEST(StageHotfixesTest, WaitsForTheFolderLockOnlyUntilTheDeadline) {
@@ -283,7 +284,7 @@ TEST(StageHotfixesTest, WaitsForTheFolderLockOnlyUntilTheDeadline) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), Status::Code::kDeadlineExceeded);
   EXPECT_THAT(st.message(), StartsWith("locking folder"));
-  EXPECT_EQ(Slurp(path), kSeeded);
+  EXPECT_EQ(ReadFile(path), kSeeded);
 }
 
 TEST(PlanStagedPointerTest, PlansWithoutWriting) {
@@ -291,7 +292,7 @@ TEST(PlanStagedPointerTest, PlansWithoutWriting) {
   const std::string path = dir.Write("hotfix.json", kSeeded);
   HotfixPointer plan = PlanStagedPointer(path, {{"202605.01", "202605.01.2"}}, NullLogger());
   EXPECT_EQ(plan, (HotfixPointer{"202604.01.5", "202604.01.7", {{"202605.01", "202605.01.2"}}}));
-  EXPECT_EQ(Slurp(path), kSeeded);
+  EXPECT_EQ(ReadFile(path), kSeeded);
   HotfixPointer fresh = PlanStagedPointer(dir.File("none.json"), {}, NullLogger());
   EXPECT_EQ(fresh, HotfixPointer{});
   EXPECT_FALSE(fs::exists(dir.File("none.json")));

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "h2_frames.h"
+#include "raw_h2_server.h"
 #include "wire/memory_stream.h"
 
 namespace hotfix::wire {
@@ -25,38 +27,16 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using namespace std::chrono_literals;
 
-using Headers = std::vector<std::pair<std::string, std::string>>;
+using testsupport::GrpcFrame;
+using testsupport::GrpcTrailers;
+using testsupport::HeaderList;
+using testsupport::h2::ToNv;
 
-const Headers kGrpcHeaders = {{":status", "200"}, {"content-type", "application/grpc"}};
+const HeaderList kGrpcHeaders = {{":status", "200"}, {"content-type", "application/grpc"}};
 
-// A gRPC length-prefixed message; declared overrides the length written in the prefix.
-std::string Frame(std::string_view message, uint8_t flag = 0,
-                  std::optional<uint32_t> declared = std::nullopt) {
-  uint32_t n = declared.value_or(static_cast<uint32_t>(message.size()));
-  std::string out = {static_cast<char>(flag), static_cast<char>(n >> 24),
-                     static_cast<char>(n >> 16), static_cast<char>(n >> 8), static_cast<char>(n)};
-  return out + std::string(message);
-}
-
-Headers Trailers(int code, const std::string& message = "") {
-  Headers t = {{"grpc-status", std::to_string(code)}};
-  if (!message.empty()) t.emplace_back("grpc-message", message);
-  return t;
-}
-
-Headers Concat(Headers a, const Headers& b) {
+HeaderList Concat(HeaderList a, const HeaderList& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
-}
-
-std::vector<nghttp2_nv> ToNv(const Headers& headers) {
-  std::vector<nghttp2_nv> nv;
-  for (const auto& [name, value] : headers) {
-    nv.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                  reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
-                  value.size(), NGHTTP2_NV_FLAG_NONE});
-  }
-  return nv;
 }
 
 struct SeenHeader {
@@ -111,7 +91,7 @@ class FakeServer {
   // ---- Script actions, on the server thread. ----
 
   // Response headers, body as DATA, then trailers (or END_STREAM on the DATA without them).
-  void Respond(const Headers& headers, std::string body, std::optional<Headers> trailers) {
+  void Respond(const HeaderList& headers, std::string body, std::optional<HeaderList> trailers) {
     body_ = std::move(body);
     trailers_ = std::move(trailers);
     nghttp2_data_provider provider;
@@ -121,12 +101,12 @@ class FakeServer {
     ASSERT_EQ(nghttp2_submit_response(session_, 1, nv.data(), nv.size(), &provider), 0);
   }
   // One HEADERS frame with END_STREAM.
-  void TrailersOnly(const Headers& headers) {
+  void TrailersOnly(const HeaderList& headers) {
     auto nv = ToNv(headers);
     ASSERT_EQ(nghttp2_submit_response(session_, 1, nv.data(), nv.size(), nullptr), 0);
   }
   // HEADERS without END_STREAM (interim or the start of a response that goes nowhere).
-  void SendHeaders(const Headers& headers) {
+  void SendHeaders(const HeaderList& headers) {
     auto nv = ToNv(headers);
     ASSERT_EQ(nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, 1, nullptr, nv.data(), nv.size(),
                                      nullptr),
@@ -239,7 +219,7 @@ class FakeServer {
   bool reset_ = false;
   std::string body_;
   size_t body_sent_ = 0;
-  std::optional<Headers> trailers_;
+  std::optional<HeaderList> trailers_;
   std::thread thread_;  // last: starts after every other member is ready
 };
 
@@ -276,21 +256,21 @@ CallResult RunCall(Script script, const UnaryRequest& request = DefaultRequest()
 // ---- Success and the request on the wire. ----
 
 TEST(CallUnary, OkResponseWithTrailers) {
-  auto r =
-      RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("the-config"), Trailers(0)); });
+  auto r = RunCall(
+      [](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("the-config"), GrpcTrailers(0)); });
   EXPECT_TRUE(r.response.status.ok()) << r.response.status.ToString();
   EXPECT_TRUE(r.response.status.from_server);
   EXPECT_EQ(r.response.message, "the-config");
 }
 
 TEST(CallUnary, EmptyMessageIsAMessage) {
-  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame(""), Trailers(0)); });
+  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame(""), GrpcTrailers(0)); });
   EXPECT_TRUE(r.response.status.ok()) << r.response.status.ToString();
   EXPECT_EQ(r.response.message, "");
 }
 
 TEST(CallUnary, RequestAsTheServerSawIt) {
-  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("x"), Trailers(0)); },
+  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("x"), GrpcTrailers(0)); },
                    DefaultRequest(), Deadline::After(3000ms));
   const SeenRequest& seen = r.seen;
   EXPECT_EQ(seen.Value(":method"), "POST");
@@ -320,7 +300,7 @@ TEST(CallUnary, RequestAsTheServerSawIt) {
   ASSERT_GE(seen.headers.size(), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(seen.headers[i].name[0], ':');
 
-  EXPECT_EQ(seen.body, Frame(DefaultRequest().message));
+  EXPECT_EQ(seen.body, GrpcFrame(DefaultRequest().message));
   EXPECT_TRUE(seen.end_stream);
   EXPECT_EQ(seen.Setting(NGHTTP2_SETTINGS_ENABLE_PUSH), 0u);
   ASSERT_TRUE(seen.Setting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE).has_value());
@@ -330,8 +310,8 @@ TEST(CallUnary, RequestAsTheServerSawIt) {
 TEST(CallUnary, NoTimeoutHeaderWithoutDeadlineAndNoEmptyUserAgent) {
   UnaryRequest request = DefaultRequest();
   request.user_agent.clear();
-  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("x"), Trailers(0)); }, request,
-                   Deadline::Infinite());
+  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("x"), GrpcTrailers(0)); },
+                   request, Deadline::Infinite());
   EXPECT_TRUE(r.response.status.ok()) << r.response.status.ToString();
   EXPECT_FALSE(r.seen.Find("grpc-timeout").has_value());
   EXPECT_FALSE(r.seen.Find("user-agent").has_value());
@@ -340,7 +320,7 @@ TEST(CallUnary, NoTimeoutHeaderWithoutDeadlineAndNoEmptyUserAgent) {
 TEST(CallUnary, InterimResponseIsSkipped) {
   auto r = RunCall([](FakeServer& s) {
     s.SendHeaders({{":status", "100"}});
-    s.Respond(kGrpcHeaders, Frame("x"), Trailers(0));
+    s.Respond(kGrpcHeaders, GrpcFrame("x"), GrpcTrailers(0));
   });
   EXPECT_TRUE(r.response.status.ok()) << r.response.status.ToString();
   EXPECT_EQ(r.response.message, "x");
@@ -348,15 +328,16 @@ TEST(CallUnary, InterimResponseIsSkipped) {
 
 TEST(CallUnary, GrpcContentSubtypeAccepted) {
   auto r = RunCall([](FakeServer& s) {
-    s.Respond({{":status", "200"}, {"content-type", "application/grpc+proto"}}, Frame("x"),
-              Trailers(0));
+    s.Respond({{":status", "200"}, {"content-type", "application/grpc+proto"}}, GrpcFrame("x"),
+              GrpcTrailers(0));
   });
   EXPECT_TRUE(r.response.status.ok()) << r.response.status.ToString();
 }
 
 TEST(CallUnary, FourMiBResponseArrives) {
   std::string big(4 << 20, 'z');
-  auto r = RunCall([&big](FakeServer& s) { s.Respond(kGrpcHeaders, Frame(big), Trailers(0)); });
+  auto r =
+      RunCall([&big](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame(big), GrpcTrailers(0)); });
   ASSERT_TRUE(r.response.status.ok()) << r.response.status.ToString();
   EXPECT_EQ(r.response.message.size(), big.size());
   EXPECT_EQ(r.response.message, big);
@@ -366,7 +347,7 @@ TEST(CallUnary, FourMiBResponseArrives) {
 
 TEST(CallUnary, TrailersOnlyErrorWithPercentEncodedMessage) {
   auto r = RunCall([](FakeServer& s) {
-    s.TrailersOnly(Concat(kGrpcHeaders, Trailers(5, "no%20hotfix%3A caf%C3%A9 %zz")));
+    s.TrailersOnly(Concat(kGrpcHeaders, GrpcTrailers(5, "no%20hotfix%3A caf%C3%A9 %zz")));
   });
   EXPECT_EQ(r.response.status.code, GrpcCode::kNotFound);
   EXPECT_EQ(r.response.status.message, "no hotfix: caf\xC3\xA9 %zz");
@@ -377,7 +358,7 @@ TEST(CallUnary, TrailersOnlyErrorWithPercentEncodedMessage) {
 TEST(CallUnary, EveryCodeRoundTripsTrailersOnly) {
   for (int code = 1; code <= 16; ++code) {
     auto r = RunCall([code](FakeServer& s) {
-      s.TrailersOnly(Concat(kGrpcHeaders, Trailers(code, "msg%20" + std::to_string(code))));
+      s.TrailersOnly(Concat(kGrpcHeaders, GrpcTrailers(code, "msg%20" + std::to_string(code))));
     });
     EXPECT_EQ(static_cast<int>(r.response.status.code), code);
     EXPECT_EQ(r.response.status.message, "msg " + std::to_string(code));
@@ -387,8 +368,9 @@ TEST(CallUnary, EveryCodeRoundTripsTrailersOnly) {
 
 TEST(CallUnary, EveryCodeRoundTripsInTrailers) {
   for (int code = 0; code <= 16; ++code) {
-    auto r = RunCall(
-        [code](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("body"), Trailers(code, "m")); });
+    auto r = RunCall([code](FakeServer& s) {
+      s.Respond(kGrpcHeaders, GrpcFrame("body"), GrpcTrailers(code, "m"));
+    });
     EXPECT_EQ(static_cast<int>(r.response.status.code), code);
     EXPECT_TRUE(r.response.status.from_server);
     // The message is returned only with OK.
@@ -452,11 +434,14 @@ TEST(CallUnary, NonGrpcContentTypeIsUnknown) {
   EXPECT_THAT(r.response.status.message, HasSubstr("text/html"));
 
   r = RunCall([](FakeServer& s) {
-    s.Respond({{":status", "200"}, {"content-type", "application/grpcx"}}, Frame("x"), Trailers(0));
+    s.Respond({{":status", "200"}, {"content-type", "application/grpcx"}}, GrpcFrame("x"),
+              GrpcTrailers(0));
   });
   EXPECT_EQ(r.response.status.code, GrpcCode::kUnknown);
 
-  r = RunCall([](FakeServer& s) { s.Respond({{":status", "200"}}, Frame("x"), Trailers(0)); });
+  r = RunCall([](FakeServer& s) {
+    s.Respond({{":status", "200"}}, GrpcFrame("x"), GrpcTrailers(0));
+  });
   EXPECT_EQ(r.response.status.code, GrpcCode::kUnknown);
   EXPECT_THAT(r.response.status.message, HasSubstr("no content-type"));
 }
@@ -464,7 +449,7 @@ TEST(CallUnary, NonGrpcContentTypeIsUnknown) {
 // ---- Missing or malformed status. ----
 
 TEST(CallUnary, MissingTrailers) {
-  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("x"), std::nullopt); });
+  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("x"), std::nullopt); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_EQ(r.response.status.message, "server closed the stream without sending trailers");
   EXPECT_FALSE(r.response.status.from_server);
@@ -479,7 +464,7 @@ TEST(CallUnary, HeadersOnlyWithoutGrpcStatus) {
 
 TEST(CallUnary, TrailersWithoutGrpcStatus) {
   auto r = RunCall([](FakeServer& s) {
-    s.Respond(kGrpcHeaders, Frame("x"), Headers{{"x-other", "1"}});
+    s.Respond(kGrpcHeaders, GrpcFrame("x"), HeaderList{{"x-other", "1"}});
   });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_THAT(r.response.status.message, HasSubstr("without grpc-status"));
@@ -488,7 +473,7 @@ TEST(CallUnary, TrailersWithoutGrpcStatus) {
 TEST(CallUnary, MalformedGrpcStatus) {
   for (const char* bad : {"abc", "17", "-1", ""}) {
     auto r = RunCall([bad](FakeServer& s) {
-      s.Respond(kGrpcHeaders, Frame("x"), Headers{{"grpc-status", bad}});
+      s.Respond(kGrpcHeaders, GrpcFrame("x"), HeaderList{{"grpc-status", bad}});
     });
     EXPECT_EQ(r.response.status.code, GrpcCode::kInternal) << bad;
     EXPECT_THAT(r.response.status.message, HasSubstr("malformed grpc-status"));
@@ -499,56 +484,59 @@ TEST(CallUnary, MalformedGrpcStatus) {
 // ---- The message framing. ----
 
 TEST(CallUnary, CompressedFlagRejected) {
-  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("x", 1), Trailers(0)); });
+  auto r =
+      RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("x", 1), GrpcTrailers(0)); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_EQ(r.response.status.message, "compressed response not supported");
   EXPECT_FALSE(r.response.status.from_server);
 }
 
 TEST(CallUnary, UnknownFlagRejected) {
-  auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("x", 7), Trailers(0)); });
+  auto r =
+      RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("x", 7), GrpcTrailers(0)); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_THAT(r.response.status.message, HasSubstr("unexpected payload format"));
 }
 
 TEST(CallUnary, TwoMessagesRejected) {
-  auto r = RunCall(
-      [](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("one") + Frame("two"), Trailers(0)); });
+  auto r = RunCall([](FakeServer& s) {
+    s.Respond(kGrpcHeaders, GrpcFrame("one") + GrpcFrame("two"), GrpcTrailers(0));
+  });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_THAT(r.response.status.message, HasSubstr("cardinality violation"));
   EXPECT_EQ(r.response.message, "");
 }
 
 TEST(CallUnary, NoMessageWithOkRejected) {
-  auto r = RunCall([](FakeServer& s) { s.TrailersOnly(Concat(kGrpcHeaders, Trailers(0))); });
+  auto r = RunCall([](FakeServer& s) { s.TrailersOnly(Concat(kGrpcHeaders, GrpcTrailers(0))); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_THAT(r.response.status.message, HasSubstr("received no response message"));
 }
 
 TEST(CallUnary, LengthPrefixLongerThanData) {
-  auto r =
-      RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("hello", 0, 10), Trailers(0)); });
+  auto r = RunCall(
+      [](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("hello", 0, 10), GrpcTrailers(0)); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_THAT(r.response.status.message, HasSubstr("truncated message: 5 of 10"));
 }
 
 TEST(CallUnary, LengthPrefixShorterThanData) {
-  auto r =
-      RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, Frame("hello", 0, 2), Trailers(0)); });
+  auto r = RunCall(
+      [](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("hello", 0, 2), GrpcTrailers(0)); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_THAT(r.response.status.message, HasSubstr("3 stray bytes"));
 }
 
 TEST(CallUnary, PartialPrefixOnly) {
-  auto r =
-      RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, std::string("\0\0", 2), Trailers(0)); });
+  auto r = RunCall(
+      [](FakeServer& s) { s.Respond(kGrpcHeaders, std::string("\0\0", 2), GrpcTrailers(0)); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_EQ(r.response.status.message, "server sent a truncated length prefix");
 }
 
 TEST(CallUnary, ErrorStatusIgnoresBrokenBody) {
   auto r = RunCall([](FakeServer& s) {
-    s.Respond(kGrpcHeaders, Frame("hello", 0, 10), Trailers(9, "precondition"));
+    s.Respond(kGrpcHeaders, GrpcFrame("hello", 0, 10), GrpcTrailers(9, "precondition"));
   });
   EXPECT_EQ(r.response.status.code, GrpcCode::kFailedPrecondition);
   EXPECT_EQ(r.response.status.message, "precondition");
@@ -556,7 +544,8 @@ TEST(CallUnary, ErrorStatusIgnoresBrokenBody) {
 
 TEST(CallUnary, FiveMiBOverDefaultMax) {
   std::string big(5 << 20, 'q');
-  auto r = RunCall([&big](FakeServer& s) { s.Respond(kGrpcHeaders, Frame(big), Trailers(0)); });
+  auto r =
+      RunCall([&big](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame(big), GrpcTrailers(0)); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kResourceExhausted);
   EXPECT_EQ(r.response.status.message,
             "grpc: received message larger than max (5242880 vs. 4194304)");
@@ -568,13 +557,17 @@ TEST(CallUnary, MaxIsInclusive) {
   UnaryRequest request = DefaultRequest();
   request.max_response_bytes = 1000;
   auto at_max = RunCall(
-      [](FakeServer& s) { s.Respond(kGrpcHeaders, Frame(std::string(1000, 'a')), Trailers(0)); },
+      [](FakeServer& s) {
+        s.Respond(kGrpcHeaders, GrpcFrame(std::string(1000, 'a')), GrpcTrailers(0));
+      },
       request);
   EXPECT_TRUE(at_max.response.status.ok()) << at_max.response.status.ToString();
   EXPECT_EQ(at_max.response.message.size(), 1000u);
 
   auto over = RunCall(
-      [](FakeServer& s) { s.Respond(kGrpcHeaders, Frame(std::string(1001, 'a')), Trailers(0)); },
+      [](FakeServer& s) {
+        s.Respond(kGrpcHeaders, GrpcFrame(std::string(1001, 'a')), GrpcTrailers(0));
+      },
       request);
   EXPECT_EQ(over.response.status.code, GrpcCode::kResourceExhausted);
   EXPECT_THAT(over.response.status.message, HasSubstr("(1001 vs. 1000)"));
@@ -621,7 +614,7 @@ TEST(CallUnary, GoawayBeforeResponse) {
 TEST(CallUnary, GracefulGoawayStillAnswers) {
   auto r = RunCall([](FakeServer& s) {
     s.Goaway(1, NGHTTP2_NO_ERROR);
-    s.Respond(kGrpcHeaders, Frame("x"), Trailers(0));
+    s.Respond(kGrpcHeaders, GrpcFrame("x"), GrpcTrailers(0));
   });
   EXPECT_TRUE(r.response.status.ok()) << r.response.status.ToString();
   EXPECT_EQ(r.response.message, "x");
@@ -641,7 +634,7 @@ TEST(CallUnary, AnswerThenImmediateCloseStillDelivered) {
   // The answer spans several reads; writing our SETTINGS ACK fails meanwhile.
   std::string message(200 * 1024, 'm');
   auto r = RunCall([&message](FakeServer& s) {
-    s.Respond(kGrpcHeaders, Frame(message), Trailers(0));
+    s.Respond(kGrpcHeaders, GrpcFrame(message), GrpcTrailers(0));
     s.CloseConnection();
   });
   ASSERT_TRUE(r.response.status.ok()) << r.response.status.ToString();
@@ -697,15 +690,7 @@ TEST(CallUnary, InvalidRequestSendsNothing) {
 
 // ---- Raw server bytes through ScriptedByteStream: the fuzzer's entry point. ----
 
-std::string FrameHeader(size_t length, uint8_t type, uint8_t flags, uint32_t stream) {
-  return {static_cast<char>(length >> 16), static_cast<char>(length >> 8),
-          static_cast<char>(length),       static_cast<char>(type),
-          static_cast<char>(flags),        static_cast<char>(stream >> 24),
-          static_cast<char>(stream >> 16), static_cast<char>(stream >> 8),
-          static_cast<char>(stream)};
-}
-
-std::string Hpack(nghttp2_hd_deflater* deflater, const Headers& headers) {
+std::string Hpack(nghttp2_hd_deflater* deflater, const HeaderList& headers) {
   auto nv = ToNv(headers);
   std::string out(nghttp2_hd_deflate_bound(deflater, nv.data(), nv.size()), '\0');
   ssize_t n = nghttp2_hd_deflate_hd(deflater, reinterpret_cast<uint8_t*>(out.data()), out.size(),
@@ -719,15 +704,12 @@ std::string CannedOkReply(const std::string& message) {
   nghttp2_hd_deflater* deflater;
   nghttp2_hd_deflate_new(&deflater, 4096);
   std::string headers = Hpack(deflater, kGrpcHeaders);
-  std::string trailers = Hpack(deflater, Trailers(0));
+  std::string trailers = Hpack(deflater, GrpcTrailers(0));
   nghttp2_hd_deflate_del(deflater);
-  std::string data = Frame(message);
-  return FrameHeader(0, NGHTTP2_SETTINGS, 0, 0) +
-         FrameHeader(headers.size(), NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1) + headers +
-         FrameHeader(data.size(), NGHTTP2_DATA, 0, 1) + data +
-         FrameHeader(trailers.size(), NGHTTP2_HEADERS,
-                     NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1) +
-         trailers;
+  namespace h2 = testsupport::h2;
+  return h2::Settings() + h2::Headers(1, headers, h2::kEndHeaders) +
+         h2::Data(1, GrpcFrame(message), /*end_stream=*/false) +
+         h2::Headers(1, trailers, h2::kEndHeaders | h2::kEndStream);
 }
 
 TEST(CallUnaryRawBytes, CannedReply) {

@@ -1,6 +1,8 @@
 // Shared by the integration tests that run the real live-patching-service binary: its
 // certificates and attested-document signer made here, the process with the ports it reports,
-// and small gRPC/HTTP clients for GetComponentConfig, health and /metrics.
+// and small gRPC/HTTP clients for GetComponentConfig, health and /metrics. Header-only, like
+// bin_dir.h, because LP_DEFAULT_SOURCE_DIR and LP_DEFAULT_BIN_DIR are defined per integration
+// test target; it needs libgrpc++ (lp_testsupport), so no unit test includes it.
 //
 //   ServiceFiles files;                               // TLS pair, trust roots, components dir
 //   files.WriteComponent("aksNodeController", R"({"hotfixes":{}})");
@@ -37,6 +39,7 @@
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "test_certs.h"
+#include "text_util.h"
 
 namespace hotfix::testsupport {
 
@@ -50,18 +53,6 @@ inline void WaitFor(const std::function<bool()>& done, std::chrono::milliseconds
   while (!done() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-}
-
-// Every JSON line of a log; other lines (gRPC's own) are skipped.
-inline std::vector<nlohmann::json> JsonLines(const std::string& text) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] != '{') continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_discarded()) out.push_back(std::move(j));
-  }
-  return out;
 }
 
 // A process's resident memory (VmRSS, kB) from /proc; -1 once it is gone (or a zombie).
@@ -171,7 +162,9 @@ class ServiceProcess {
   uint16_t health_port() const { return health_port_; }
   uint16_t metrics_port() const { return metrics_port_; }
   std::string Stderr() const { return process_->Stderr(); }
-  std::vector<nlohmann::json> LogLines() const { return JsonLines(process_->Stderr()); }
+  std::vector<nlohmann::json> LogLines() const {
+    return JsonLines(process_->Stderr(), NonJsonLines::kSkip);
+  }
 
   // The access-log lines ("msg":"GetComponentConfig"), in order.
   std::vector<nlohmann::json> AccessLog() const {

@@ -1,0 +1,36 @@
+#include "common/text.h"
+
+namespace hotfix {
+
+int HexDigitValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string EscapeForMessage(std::string_view s, size_t max_bytes) {
+  std::string out;
+  for (char c : s.substr(0, max_bytes)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '"' && c != '\\') {
+      out.push_back(c);
+    } else {
+      out += "\\x";
+      out.push_back(kLowerHexDigits[byte >> 4]);
+      out.push_back(kLowerHexDigits[byte & 0xf]);
+    }
+  }
+  if (s.size() > max_bytes) out += "...";
+  return out;
+}
+
+}  // namespace hotfix

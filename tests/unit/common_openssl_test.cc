@@ -1,0 +1,77 @@
+#include "common/openssl.h"
+
+#include <openssl/err.h>
+#include <openssl/x509.h>
+
+#include <gtest/gtest.h>
+
+#include "test_ca_pem.h"
+
+namespace hotfix::ossl {
+namespace {
+
+using unittest::kCaOne;
+using unittest::kCaTwo;
+
+// A block whose base64 does not decode.
+const char kBadBase64Block[] =
+    "-----BEGIN CERTIFICATE-----\n!!!! not base64 !!!!\n-----END CERTIFICATE-----\n";
+// A well-formed block of another type.
+const char kKeyBlock[] = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+
+std::string CommonName(const X509Ptr& cert) {
+  char name[64] = {};
+  X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, name, sizeof name);
+  return name;
+}
+
+TEST(ParsePemCertificatesTest, EveryCertificateInOrder) {
+  auto certs = ParsePemCertificates(std::string(kCaOne) + kCaTwo);
+  ASSERT_TRUE(certs.ok()) << certs.status().message();
+  ASSERT_EQ(certs->size(), 2u);
+  EXPECT_EQ(CommonName((*certs)[0]), "test-ca");
+  EXPECT_EQ(CommonName((*certs)[1]), "test-ca-2");
+  EXPECT_EQ(ERR_peek_error(), 0u);
+}
+
+TEST(ParsePemCertificatesTest, SkipsWhatGoSkips) {
+  // Text between blocks, other block types and an undecodable block are passed over; the
+  // certificates around them are kept.
+  auto certs = ParsePemCertificates(std::string("a comment\n") + kKeyBlock + kCaOne +
+                                    kBadBase64Block + "more text\n" + kCaTwo + "trailing");
+  ASSERT_TRUE(certs.ok()) << certs.status().message();
+  ASSERT_EQ(certs->size(), 2u);
+  EXPECT_EQ(CommonName((*certs)[1]), "test-ca-2");
+  EXPECT_EQ(ERR_peek_error(), 0u);
+}
+
+TEST(ParsePemCertificatesTest, SkipsBlocksWithHeaders) {
+  std::string encrypted(kCaOne);
+  encrypted.insert(encrypted.find('\n') + 1, "Proc-Type: 4,ENCRYPTED\n\n");
+  EXPECT_FALSE(ParsePemCertificates(encrypted).ok());
+}
+
+TEST(ParsePemCertificatesTest, NoCertificateIsInvalidArgument) {
+  for (std::string pem : {std::string(), std::string("this is not a certificate"),
+                          std::string(kBadBase64Block), std::string(kKeyBlock)}) {
+    auto certs = ParsePemCertificates(pem);
+    ASSERT_FALSE(certs.ok()) << pem;
+    EXPECT_EQ(certs.status().code(), Status::Code::kInvalidArgument);
+    EXPECT_EQ(certs.status().message(), "no PEM certificate found");
+    EXPECT_EQ(ERR_peek_error(), 0u);
+  }
+}
+
+TEST(DrainErrorsTest, FallbackOnlyWhenNothingIsQueued) {
+  ERR_clear_error();
+  EXPECT_EQ(DrainErrorsOr("nothing queued"), "nothing queued");
+  ERR_raise_data(ERR_LIB_X509, X509_R_CERT_ALREADY_IN_HASH_TABLE, "detail");
+  std::string drained = DrainErrorsOr("nothing queued");
+  EXPECT_NE(drained, "nothing queued");
+  EXPECT_NE(drained.find("(detail)"), std::string::npos) << drained;
+  EXPECT_EQ(ERR_peek_error(), 0u);
+  EXPECT_EQ(DrainErrors(), "");
+}
+
+}  // namespace
+}  // namespace hotfix::ossl
