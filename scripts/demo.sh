@@ -3,7 +3,8 @@
 # "apiserver", an IMDS stand-in whose signer the service trusts, and check-hotfix staging the
 # pointer, all on loopback; then download-hotfix's dry run on that pointer.
 #   scripts/demo.sh   (ports: DEMO_PROXY_PORT=8443 DEMO_LPS_PORT=50051 DEMO_METRICS_PORT=19090
-#                      DEMO_APISERVER_PORT=16443 DEMO_IMDS_PORT=18080 DEMO_FOREIGN_IMDS_PORT=18081)
+#                      DEMO_APISERVER_PORT=16443 DEMO_IMDS_PORT=18080 DEMO_FOREIGN_IMDS_PORT=18081
+#                      DEMO_OTHER_IMDS_PORT=18082)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -21,6 +22,7 @@ metrics_port=${DEMO_METRICS_PORT:-19090}
 api_port=${DEMO_APISERVER_PORT:-16443}
 imds_port=${DEMO_IMDS_PORT:-18080}
 foreign_imds_port=${DEMO_FOREIGN_IMDS_PORT:-18081}
+other_imds_port=${DEMO_OTHER_IMDS_PORT:-18082}
 fqdn=demo-aks-dns-12345678.hcp.eastus.azmk8s.io
 lps_name=aks-security-patch.data.mcr.microsoft.com
 
@@ -38,7 +40,7 @@ wait_port() {  # by the listen table, so that probes do not show up as connectio
 
 # A stale process on one of these ports would answer instead of the demo's (and some servers
 # share a port silently with SO_REUSEPORT): refuse to start rather than demo the wrong thing.
-for p in "$proxy_port" "$lps_port" "$metrics_port" "$api_port" "$imds_port" "$foreign_imds_port"; do
+for p in "$proxy_port" "$lps_port" "$metrics_port" "$api_port" "$imds_port" "$foreign_imds_port" "$other_imds_port"; do
   if [[ -n "$(ss -Hltn "sport = :$p")" ]]; then
     echo "port $p is already in use; pick others with DEMO_*_PORT (see the top of $0)" >&2
     exit 1
@@ -68,6 +70,14 @@ pids+=($!)
 wait_port "$imds_port"
 for _ in $(seq 100); do [[ -s "$work/etc/imds-root.pem" ]] && break; sleep 0.1; done  # written after bind
 echo "signer root: $work/etc/imds-root.pem ($(openssl x509 -in "$work/etc/imds-root.pem" -noout -subject))"
+# A second node's IMDS (another vmId, its own signer root), for the rollout at the end.
+other_vm=7f3e0d52-1b9c-4c1e-9a57-0c2f4b8e6d10
+"$bin/imds-standin" --listen "127.0.0.1:$other_imds_port" --vm-id "$other_vm" \
+  --write-signer-ca "$work/etc/imds-root-b.pem" >"$work/imds-b.log" 2>&1 &
+pids+=($!)
+wait_port "$other_imds_port"
+for _ in $(seq 100); do [[ -s "$work/etc/imds-root-b.pem" ]] && break; sleep 0.1; done
+cat "$work/etc/imds-root.pem" "$work/etc/imds-root-b.pem" >"$work/etc/imds-roots.pem"
 
 step "live-patching-service serving the component store $work/etc/components"
 printf '{"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}}' \
@@ -75,7 +85,7 @@ printf '{"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}}' \
 echo "aksNodeController.json: $(cat "$work/etc/components/aksNodeController.json")"
 "$bin/live-patching-service" --listen "127.0.0.1:$lps_port" \
   --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
-  --components-dir "$work/etc/components" --attestation-roots "$work/etc/imds-root.pem" \
+  --components-dir "$work/etc/components" --attestation-roots "$work/etc/imds-roots.pem" \
   --metrics-listen "127.0.0.1:$metrics_port" >"$work/lps.log" 2>&1 &
 pids+=($!)
 
@@ -144,6 +154,46 @@ tail -n 1 "$work/lps.log"
 step "a client offering only h2 (kubectl, say) reaches the apiserver, not the service"
 openssl s_client -connect "127.0.0.1:$proxy_port" -servername "$fqdn" -alpn h2 \
   -CAfile "$work/etc/ca.pem" </dev/null 2>/dev/null | grep -E "^subject=|ALPN protocol" || true
+
+step "a staged rollout: 202604.01.4 for one node of the cluster (match.vm_ids), the rest keeps 202604.01.3"
+node_vm=02aab8a4-74ef-476e-8182-f6d2ba4166a6  # the first IMDS stand-in's node
+mkdir -p "$work/etc/components-next"
+cat >"$work/etc/components-next/aksNodeController.json" <<JSON
+{
+  "hotfixes": {"202604.01": "202604.01.3", "202605.30": "202605.30.1"},
+  "rollouts": [
+    {
+      "name": "anc-202604.01.4-canary",
+      "hotfixes": {"202604.01": "202604.01.4"},
+      "match": {"vm_ids": ["$node_vm"], "clusters": ["*.hcp.eastus.azmk8s.io"]},
+      "steps": [{"at": "2026-01-01T00:00:00Z", "percent": 100}]
+    }
+  ]
+}
+JSON
+# What a config repository's CI runs before the ConfigMap changes:
+"$bin/live-patching-service" validate --components-dir "$work/etc/components-next"
+cp "$work/etc/components-next/aksNodeController.json" "$work/etc/components/.next.tmp"
+mv "$work/etc/components/.next.tmp" "$work/etc/components/aksNodeController.json"
+sleep 1  # the store reloads within a second (inotify, 200 ms debounce)
+for node in "$imds_port:$node_vm" "$other_imds_port:$other_vm"; do
+  port=${node%%:*}
+  node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$port}")
+  printf '{"version":"202604.01.2","scripts_version":"202604.01.1"}' >"$pointer"
+  "$bin/hotfix-agent" "${node_args[@]}" 2>/dev/null
+  echo "node ${node#*:}: $(tr -d '\n' <"$pointer")"
+done
+step "live-patching-service plan: why each node gets what it gets"
+for vm in "$node_vm" "$other_vm"; do
+  "$bin/live-patching-service" plan --components-dir "$work/etc/components" \
+    --component aksNodeController --vm-id "$vm" \
+    --subscription 8d10da13-8125-4ba9-a717-bf7490507b3d --cluster "$fqdn"
+done
+step "the rollouts' status (127.0.0.1:$metrics_port/rollouts)"
+exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+printf 'GET /rollouts HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+sed '1,/^\r$/d' <&3
+exec 3<&-
 
 step "what the proxy routed"
 cat "$work/haproxy.log"
