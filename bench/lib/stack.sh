@@ -96,3 +96,56 @@ stack_idle_rss() {
   idle_pid=''
   rm -f "$fifo"
 }
+
+# stack_imds_pki DIR ec|rsa: the signer of the benches' attested documents (bench/mint_tokens.c)
+# and the root the services trust: DIR/signer.{pem,key} (a leaf for metadata.azure.com, CN +
+# DNS SAN, no EKU, as tests/support/imds_standin.cc's IssueImdsSigner) and DIR/roots.pem, the
+# services' --attestation-roots. ec: an ECDSA P-256 signer under an ECDSA root, as the IMDS
+# stand-in makes; rsa: an RSA-2048 signer under an RSA-2048 intermediate and root, as Azure's
+# IMDS (roots.pem then holds root + intermediate, as src/service/node_identity.h says).
+stack_imds_pki() {
+  local dir=$1 kind=$2 issuer=root
+  local -a key=(ec -pkeyopt ec_paramgen_curve:P-256)
+  [[ $kind == rsa ]] && key=(rsa:2048)
+  mkdir -p "$dir"
+  openssl req -x509 -newkey "${key[@]}" -nodes -days 2 -subj "/CN=bench-imds-root" \
+    -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign' \
+    -keyout "$dir/root.key" -out "$dir/root.pem" 2>/dev/null || die "openssl: no root"
+  cp "$dir/root.pem" "$dir/roots.pem"
+  if [[ $kind == rsa ]]; then
+    issuer=intermediate
+    openssl req -newkey "${key[@]}" -nodes -subj "/CN=bench-imds-intermediate" \
+      -keyout "$dir/intermediate.key" -out "$dir/intermediate.csr" 2>/dev/null &&
+      openssl x509 -req -in "$dir/intermediate.csr" -CA "$dir/root.pem" -CAkey "$dir/root.key" \
+        -CAcreateserial -days 2 -out "$dir/intermediate.pem" 2>/dev/null \
+        -extfile <(printf 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n') ||
+      die "openssl: no intermediate"
+    cat "$dir/intermediate.pem" >>"$dir/roots.pem"
+  fi
+  openssl req -newkey "${key[@]}" -nodes -subj "/CN=metadata.azure.com" \
+    -keyout "$dir/signer.key" -out "$dir/signer.csr" 2>/dev/null &&
+    openssl x509 -req -in "$dir/signer.csr" -CA "$dir/$issuer.pem" -CAkey "$dir/$issuer.key" \
+      -CAcreateserial -days 2 -out "$dir/signer.pem" 2>/dev/null \
+      -extfile <(printf 'subjectAltName=DNS:metadata.azure.com\nbasicConstraints=CA:FALSE\n') ||
+    die "openssl: no signer"
+  openssl verify -CAfile "$dir/roots.pem" "$dir/signer.pem" >/dev/null ||
+    die "the signer does not chain to $dir/roots.pem"
+}
+
+# stack_mint_pool MINT PKI_DIR N OUT: N distinct attested documents signed by PKI_DIR's signer
+# (stack_imds_pki), one `authorization` value a line, minted on every core (the part number in
+# the top bits of the vmId's first group, so parts never collide); checks count and uniqueness.
+stack_mint_pool() {
+  local mint=$1 pki=$2 n=$3 out=$4 parts k
+  parts=$(nproc)
+  ((parts >= 1)) || parts=1
+  for ((k = 0; k < parts; k++)); do
+    "$mint" "$pki/signer.pem" "$pki/signer.key" $((n / parts + (k < n % parts ? 1 : 0))) \
+      $(((k << 24) | (RANDOM << 8))) >"$out.part$k" 2>"$out.mint$k.log" &
+  done
+  for ((k = 0; k < parts; k++)); do wait -n || die "mint_tokens failed: $(cat "$out".mint*.log)"; done
+  cat "$out".part* >"$out" && rm -f "$out".part*
+  cat "$out".mint*.log >&2 && rm -f "$out".mint*.log
+  (($(wc -l <"$out") == n)) || die "the pool has $(wc -l <"$out") documents, not $n"
+  (($(sort -u "$out" | wc -l) == n)) || die "the pool holds duplicate documents"
+}
