@@ -117,11 +117,9 @@ std::string FormatAccessLogLine(LogLevel level, const AccessLogEntry& e,
   AppendField(&out, "identity_failure", e.identity_failure);
   out.append(",\"generation\":").append(std::to_string(e.generation));
   out.append(",\"rollouts\":[");
-  if (e.rollouts != nullptr) {
-    for (size_t i = 0; i < e.rollouts->size(); ++i) {
-      if (i > 0) out.push_back(',');
-      AppendString(&out, (*e.rollouts)[i]);
-    }
+  for (size_t i = 0; i < e.rollouts.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendString(&out, e.rollouts[i]);
   }
   out.push_back(']');
   AppendField(&out, "served", e.served);

@@ -25,8 +25,8 @@ struct AccessLogEntry {
   std::string_view code;
   std::string_view error;
   std::string_view identity_failure;
-  uint64_t generation = 0;                             // the store snapshot that answered
-  const std::vector<std::string>* rollouts = nullptr;  // the rollouts that applied
+  uint64_t generation = 0;                 // the store snapshot that answered
+  std::vector<std::string_view> rollouts;  // the rollouts that applied
   std::string_view served;  // the hotfixes map served (compact JSON), never the token
   int64_t duration_us = 0;
 };

@@ -110,10 +110,9 @@ bool LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decis
   const NodeIdentity& id = decision->identity;
   RolloutNode node = MakeRolloutNode(id.insecure ? "" : id.vm_id,
                                      id.insecure ? "" : id.subscription_id, input.authority);
-  std::vector<size_t> applied;
-  decision->config = config.ServedTo(node, RolloutNow(), &applied);
+  decision->config = config.ServedTo(node, RolloutNow(), &decision->applied_rollouts);
   decision->served_hotfixes = decision->config;
-  for (size_t i : applied) decision->applied_rollouts.push_back(config.rollouts[i].name);
+  decision->rollout_config = it->second;
   return true;
 }
 
@@ -137,9 +136,8 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   if (decision.authenticated) sample.subscription_id = decision.identity.subscription_id;
   options_.metrics->RecordCall(sample);
   if (options_.rollout_status != nullptr) {
-    for (const std::string& name : decision.applied_rollouts) {
-      options_.rollout_status->RecordApplied(decision.metric_component, name);
-    }
+    options_.rollout_status->RecordApplied(decision.generation, decision.metric_component,
+                                           decision.applied_rollouts);
   }
 
   // One line per call, fixed fields so log queries need no optional-field logic. The token
@@ -159,7 +157,11 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   entry.identity_failure =
       decision.identity_failure ? IdentityFailureName(*decision.identity_failure) : "";
   entry.generation = decision.generation;
-  entry.rollouts = &decision.applied_rollouts;
+  std::vector<std::string_view> applied;
+  for (size_t i : decision.applied_rollouts) {
+    applied.push_back(decision.rollout_config->rollouts[i].name);
+  }
+  entry.rollouts = applied;
   entry.served = decision.served_hotfixes;
   entry.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
   options_.access_log->WriteFormatted(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -248,28 +249,32 @@ StatusOr<Rollout> ParseRollout(const json& value) {
   return rollout;
 }
 
-// `*` matches any run of characters, dots included. The classic two-pointer match: on a
-// mismatch, retry from the last `*` one character further. Both sides are at most 253
-// characters, so the worst case is bounded.
+// `*` matches any run of characters, dots included. The pattern is literal segments between
+// stars: the first must start the host, the last end it, and those between are found left to
+// right, each after the one before (leftmost is never wrong for `*` alone). Linear in the
+// host, with no backtracking.
 bool MatchesPattern(std::string_view pattern, std::string_view host) {
-  size_t p = 0, h = 0;
-  size_t star = std::string_view::npos, resume = 0;
-  while (h < host.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      resume = h;
-    } else if (p < pattern.size() && pattern[p] == host[h]) {
-      ++p;
-      ++h;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      h = ++resume;
-    } else {
-      return false;
-    }
+  const size_t first_star = pattern.find('*');
+  if (first_star == std::string_view::npos) return pattern == host;
+  const size_t last_star = pattern.rfind('*');
+  const std::string_view prefix = pattern.substr(0, first_star);
+  const std::string_view suffix = pattern.substr(last_star + 1);
+  if (host.size() < prefix.size() + suffix.size() || host.substr(0, prefix.size()) != prefix ||
+      host.substr(host.size() - suffix.size()) != suffix) {
+    return false;
   }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
+  std::string_view middle = host.substr(prefix.size(), host.size() - prefix.size() - suffix.size());
+  std::string_view stars = pattern.substr(first_star + 1, last_star - first_star);
+  while (!stars.empty()) {
+    const size_t next = stars.find('*');
+    const std::string_view segment = stars.substr(0, next);
+    stars.remove_prefix(next + 1);
+    if (segment.empty()) continue;
+    const size_t at = middle.find(segment);
+    if (at == std::string_view::npos) return false;
+    middle.remove_prefix(at + segment.size());
+  }
+  return true;
 }
 
 bool Listed(const std::vector<std::string>& sorted, const std::string& value) {
@@ -401,15 +406,19 @@ std::string FormatRolloutTime(RolloutTime t) {
 }
 
 uint32_t RolloutBucket(std::string_view name, std::string_view key) {
-  // One EVP_MD for the process: an implicit fetch per call costs more than the hash.
+  // One EVP_MD for the process and one digest context per thread, reused: an implicit fetch
+  // and a context allocation per call cost more than the hash (docs/BENCHMARKS.md, "the cost
+  // of 64 rollouts").
   static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  std::string input;
-  input.reserve(name.size() + 1 + key.size());
-  input.append(name).append(1, ':').append(key);
+  thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                           &EVP_MD_CTX_free);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  if (sha256 == nullptr ||
-      EVP_Digest(input.data(), input.size(), digest, &size, sha256, nullptr) != 1 || size < 8) {
+  if (sha256 == nullptr || !ctx || EVP_DigestInit_ex2(ctx.get(), sha256, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), name.data(), name.size()) != 1 ||
+      EVP_DigestUpdate(ctx.get(), ":", 1) != 1 ||
+      EVP_DigestUpdate(ctx.get(), key.data(), key.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), digest, &size) != 1 || size < 8) {
     // Unreachable with a working libcrypto. The last bucket: the node then enters only at
     // 100 percent, as AnswerFor (which hashes nothing at 100) lets every node in.
     return kBucketCount - 1;
@@ -502,10 +511,22 @@ RolloutOutcome ExplainRollout(const Rollout& rollout, const RolloutNode& node, R
 }
 
 std::string ServedHotfixesJson(const std::map<std::string, std::string>& hotfixes) {
-  json out = json::object();
-  out["hotfixes"] = json::object();
-  for (const auto& [key, version] : hotfixes) out["hotfixes"][key] = version;
-  return out.dump();  // nlohmann's object is a std::map: keys sorted, compact
+  // Keys and versions passed ParseHotfixMap (digits and dots), so they need no escaping and
+  // the text is written directly, as nlohmann would write it; anything else goes through
+  // nlohmann.
+  auto plain = [](const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return IsDigit(c) || c == '.'; });
+  };
+  std::string out = "{\"hotfixes\":{";
+  for (const auto& [key, version] : hotfixes) {
+    if (!plain(key) || !plain(version)) {
+      json doc = {{"hotfixes", json(hotfixes)}};
+      return doc.dump();
+    }
+    if (out.back() != '{') out.push_back(',');
+    out.append(1, '"').append(key).append("\":\"").append(version).append(1, '"');
+  }
+  return out.append("}}");
 }
 
 const char* RolloutStateName(RolloutState state) {

@@ -8,22 +8,63 @@ RolloutTime RolloutNow() {
   return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
 }
 
-void RolloutStatus::RecordApplied(std::string_view component, std::string_view rollout) {
-  std::string key;
-  key.reserve(component.size() + 1 + rollout.size());
-  key.append(component).append(1, '\0').append(rollout);
+std::shared_ptr<const RolloutStatus::Table> RolloutStatus::CurrentTable() const {
+  std::shared_ptr<const StoreSnapshot> snapshot = store_->Current();
   std::lock_guard<std::mutex> lock(mu_);
-  ++applied_[key];
+  if (snapshot == nullptr) return nullptr;
+  if (table_ != nullptr && table_->snapshot->generation >= snapshot->generation) return table_;
+  auto next = std::make_shared<Table>();
+  next->snapshot = snapshot;
+  for (const auto& [component, config] : snapshot->components) {
+    if (config->rollouts.empty()) continue;
+    auto& counts = next->counts
+                       .emplace(std::piecewise_construct, std::forward_as_tuple(component),
+                                std::forward_as_tuple(config->rollouts.size()))
+                       .first->second;
+    if (table_ == nullptr) continue;
+    auto old_counts = table_->counts.find(component);
+    auto old_config = table_->snapshot->components.find(component);
+    if (old_counts == table_->counts.end()) continue;
+    const std::vector<Rollout>& old_rollouts = old_config->second->rollouts;
+    for (size_t i = 0; i < config->rollouts.size(); ++i) {
+      for (size_t j = 0; j < old_rollouts.size(); ++j) {
+        if (old_rollouts[j].name == config->rollouts[i].name) {
+          counts[i].store(old_counts->second[j].load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);
+          break;
+        }
+      }
+    }
+  }
+  table_ = std::move(next);
+  return table_;
+}
+
+void RolloutStatus::RecordApplied(uint64_t generation, std::string_view component,
+                                  const std::vector<size_t>& applied) {
+  if (applied.empty()) return;
+  std::shared_ptr<const Table> table;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    table = table_;
+  }
+  if (table == nullptr || table->snapshot->generation != generation) table = CurrentTable();
+  if (table == nullptr || table->snapshot->generation != generation) return;
+  auto counts = table->counts.find(component);
+  if (counts == table->counts.end()) return;
+  for (size_t i : applied) {
+    if (i < counts->second.size()) counts->second[i].fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 std::vector<RolloutStatusRow> RolloutStatus::Rows(RolloutTime now) const {
   std::vector<RolloutStatusRow> rows;
-  std::shared_ptr<const StoreSnapshot> snapshot = store_->Current();
-  if (snapshot == nullptr) return rows;
-  std::lock_guard<std::mutex> lock(mu_);
-  std::map<std::string, uint64_t> kept;
-  for (const auto& [component, config] : snapshot->components) {
-    for (const Rollout& rollout : config->rollouts) {
+  std::shared_ptr<const Table> table = CurrentTable();
+  if (table == nullptr) return rows;
+  for (const auto& [component, config] : table->snapshot->components) {
+    auto counts = table->counts.find(component);
+    for (size_t i = 0; i < config->rollouts.size(); ++i) {
+      const Rollout& rollout = config->rollouts[i];
       RolloutStatusRow row;
       row.component = component;
       row.name = rollout.name;
@@ -32,15 +73,12 @@ std::vector<RolloutStatusRow> RolloutStatus::Rows(RolloutTime now) const {
       row.next_step = NextStep(rollout, now);
       row.hold_at = rollout.hold_at;
       row.halted = rollout.halted;
-      std::string key = component + '\0' + rollout.name;
-      if (auto it = applied_.find(key); it != applied_.end()) {
-        row.applied_calls = it->second;
-        kept.emplace(std::move(key), it->second);
+      if (counts != table->counts.end()) {
+        row.applied_calls = counts->second[i].load(std::memory_order_relaxed);
       }
       rows.push_back(std::move(row));
     }
   }
-  applied_ = std::move(kept);
   return rows;
 }
 

@@ -4,8 +4,10 @@
 // metrics; bounded by the rollouts in the current store snapshot, never by nodes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -34,21 +36,34 @@ class RolloutStatus {
   // store is borrowed and must outlive this.
   explicit RolloutStatus(const ComponentStore* store) : store_(store) {}
 
-  // One call that the rollout applied to. Thread-safe.
-  void RecordApplied(std::string_view component, std::string_view rollout);
+  // One call answered from store generation `generation`, whose `component` rollouts at
+  // `applied` (indexes into the file's list) applied. Thread-safe; a pointer copy under a
+  // lock and an atomic add per rollout. A call answered from a generation that is no longer
+  // current by the time it is counted (a reload in between) is not counted.
+  void RecordApplied(uint64_t generation, std::string_view component,
+                     const std::vector<size_t>& applied);
 
-  // Every rollout of the current snapshot at `now`, in file order per component. Counts of
-  // rollouts no longer in the snapshot are dropped here, so they cannot accumulate.
+  // Every rollout of the current snapshot at `now`, in file order per component. Counts
+  // carry over a reload by (component, name); a rollout that leaves the file leaves its count.
   std::vector<RolloutStatusRow> Rows(RolloutTime now) const;
 
   // GET /rollouts: {"time":..., "generation":N, "components":{"<name>":[{...}]}}.
   std::string Json(RolloutTime now) const;
 
  private:
+  // The counters of one store generation: per component, one per rollout in file order.
+  struct Table {
+    std::shared_ptr<const StoreSnapshot> snapshot;
+    // Counting is the one mutation of a published table.
+    mutable std::map<std::string, std::vector<std::atomic<uint64_t>>, std::less<>> counts;
+  };
+  // The table of the store's current generation, rebuilt (counts carried by name) when the
+  // store has moved on; null before the first load.
+  std::shared_ptr<const Table> CurrentTable() const;
+
   const ComponentStore* store_;
   mutable std::mutex mu_;
-  // component + '\0' + rollout name -> calls
-  mutable std::map<std::string, uint64_t> applied_;
+  mutable std::shared_ptr<const Table> table_;  // guarded by mu_
 };
 
 // "The time now" as rollouts see it: the system clock, whole seconds.
