@@ -71,7 +71,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (whole.status.ok()) {
     akslivepatching::v1::GetComponentConfigResponse reply;
-    if (reply.ParseFromString(whole.message)) node::ParseHotfixPointer(reply.config());
+    if (reply.ParseFromString(whole.message)) {
+      static_cast<void>(node::ParseHotfixPointer(reply.config()));
+    }
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "fuzz_util.h"
+#include "node/go_json.h"
 #include "node/hotfix_pointer.h"
 
 using namespace hotfix::node;
@@ -39,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // Version strings come from the same documents.
-  HotfixBaseFromVersion(input);
+  static_cast<void>(HotfixBaseFromVersion(input));
   ReplaceInvalidUtf8(input);
   return 0;
 }

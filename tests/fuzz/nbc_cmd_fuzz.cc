@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "common/base64.h"
+#include "common/host_port.h"
 #include "fuzz_util.h"
 #include "node/lps_target.h"
 #include "node/nbc_cmd.h"
@@ -25,10 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(key.size() + value.size() < size);
   }
   if (auto it = vars.find("API_SERVER_NAME"); it != vars.end()) {
-    JoinHostPort(ApiServerHost(it->second), 443);
+    hotfix::JoinHostPort(ApiServerHost(it->second), uint16_t{443});
   }
   if (auto it = vars.find("KUBE_CA_CRT"); it != vars.end()) {
-    hotfix::DecodeStdBase64(it->second);
+    static_cast<void>(hotfix::DecodeStdBase64(it->second));
   }
   return 0;
 }

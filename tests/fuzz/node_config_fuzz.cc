@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/base64.h"
+#include "common/host_port.h"
 #include "fuzz_util.h"
 #include "node/hotfix_pointer.h"
 #include "node/lps_target.h"
@@ -19,16 +20,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   NodeConfigFields fields = ParseNodeConfigFields(input);
   const std::string host = ApiServerHost(fields.api_server_name);
-  const std::string target = JoinHostPort(host, 443);
+  const std::string target = hotfix::JoinHostPort(host, uint16_t{443});
   FUZZ_CHECK(target.size() >= host.size() + 4);
   if (!fields.kubernetes_ca_cert.empty()) {
     auto pem = hotfix::DecodeStdBase64(fields.kubernetes_ca_cert);
     if (pem.ok())
       FUZZ_CHECK(hotfix::EncodeStdBase64(*pem).size() <= fields.kubernetes_ca_cert.size());
   }
-  DecodeLenientHotfixes(input);
+  static_cast<void>(DecodeLenientHotfixes(input));
 
   // The raw bytes as an apiserver name too: the name reaches SNI and the dial unchecked.
-  JoinHostPort(ApiServerHost(input), 443);
+  hotfix::JoinHostPort(ApiServerHost(input), uint16_t{443});
   return 0;
 }
