@@ -20,6 +20,7 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "service/json_message.h"
 
 namespace hotfix::service {
 namespace {
@@ -32,36 +33,9 @@ constexpr std::string_view kJsonSuffix = ".json";
 // Without a working watch, polling is the only way to see a change: keep it close to the
 // two-second promise.
 constexpr std::chrono::milliseconds kUnwatchedPollInterval{1000};
-constexpr size_t kMaxQuotedChars = 64;
 
 bool IsAsciiAlpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
-
-// A JSON-quoted, shortened copy of a value for an error message: the text comes from a file
-// an operator will look for, and must not flood the log.
-std::string QuoteJson(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > kMaxQuotedChars) text = text.substr(0, kMaxQuotedChars) + "...";
-  return text;
-}
-std::string Quote(std::string_view s) { return QuoteJson(json(std::string(s))); }
-
-const char* TypeName(const json& value) {
-  switch (value.type()) {
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::null:
-      return "null";
-    default:
-      return "a number";
-  }
-}
 
 // Parses text, refusing duplicate object keys: nlohmann keeps the last, other parsers the
 // first, so a node could act on a value that was never validated.

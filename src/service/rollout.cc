@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/text.h"
+#include "service/json_message.h"
 
 namespace hotfix::service {
 namespace {
@@ -16,14 +17,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr size_t kMaxNameChars = 64;
-constexpr size_t kMaxQuotedChars = 64;
-
-std::string QuoteJson(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > kMaxQuotedChars) text = text.substr(0, kMaxQuotedChars) + "...";
-  return text;
-}
-std::string Quote(std::string_view s) { return QuoteJson(json(std::string(s))); }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -47,23 +40,6 @@ bool IsValidRolloutName(std::string_view name) {
   if (name.empty() || name.size() > kMaxNameChars || !IsAlnum(name[0])) return false;
   return std::all_of(name.begin(), name.end(),
                      [](char c) { return IsAlnum(c) || c == '.' || c == '_' || c == '-'; });
-}
-
-const char* TypeName(const json& value) {
-  switch (value.type()) {
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::null:
-      return "null";
-    default:
-      return "a number";
-  }
 }
 
 Status WrongType(std::string_view field, const json& value, std::string_view want) {
