@@ -372,12 +372,11 @@ std::string FormatRolloutTime(RolloutTime t) {
   const sys_days day = floor<days>(t);
   const year_month_day ymd(day);
   const hh_mm_ss<seconds> tod(t - day);
-  char buf[32];
-  snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lldZ", static_cast<int>(ymd.year()),
+  char buf[64];  // 20 characters; room for what -Wformat-truncation cannot rule out
+  snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
            static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-           static_cast<long long>(tod.hours().count()),
-           static_cast<long long>(tod.minutes().count()),
-           static_cast<long long>(tod.seconds().count()));
+           static_cast<int>(tod.hours().count()), static_cast<int>(tod.minutes().count()),
+           static_cast<int>(tod.seconds().count()));
   return buf;
 }
 
