@@ -79,6 +79,7 @@ Status ParseHotfixShape(const json& root, ComponentConfig* out) {
     if (!parsed.ok()) return parsed.status();
     out->hotfixes = std::move(parsed).value();
   }
+  out->hotfixes_json = ServedHotfixesJson(*out->hotfixes);
   if (rollouts != root.end()) {
     auto parsed = ParseRollouts(*rollouts);
     if (!parsed.ok()) return parsed.status();

@@ -32,6 +32,7 @@ struct ComponentConfig {
   // The top-level hotfixes map, for files of the hotfixes shape (aksNodeController, and
   // every file with rollouts); what lies beneath the rollouts.
   std::optional<std::map<std::string, std::string>> hotfixes;
+  std::string hotfixes_json;  // ServedHotfixesJson(*hotfixes), made once at load (access log)
   std::vector<Rollout> rollouts;
 
   // What the node is served at `now`, and which rollouts applied (indexes).

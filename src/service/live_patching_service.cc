@@ -102,7 +102,7 @@ bool LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decis
   const ComponentConfig& config = *it->second;
   if (!config.has_rollouts) {
     decision->config = config.text;
-    if (config.hotfixes) decision->served_hotfixes = ServedHotfixesJson(*config.hotfixes);
+    decision->served_hotfixes = config.hotfixes_json;
     return true;
   }
   // The insecure identity is a placeholder, not a node: it buckets nothing and matches no

@@ -480,15 +480,26 @@ StatusOr<std::vector<RolloutTime>> SimulationTimes(RolloutTime from, RolloutTime
   return times;
 }
 
-StatusOr<SimulateTable> Simulate(const ComponentConfig& config,
-                                 const std::vector<RolloutNode>& fleet,
-                                 const std::vector<RolloutTime>& times) {
+namespace {
+
+// The fleet and time limits Simulate and SimulateAgainst share.
+Status CheckSimulateSize(const std::vector<RolloutNode>& fleet,
+                         const std::vector<RolloutTime>& times) {
   if (fleet.size() > kMaxFleetNodes) {
     return Status::InvalidArgument("more than " + std::to_string(kMaxFleetNodes) + " nodes");
   }
   if (times.size() > kMaxSimulateTimes) {
     return Status::InvalidArgument("more than " + std::to_string(kMaxSimulateTimes) + " times");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<SimulateTable> Simulate(const ComponentConfig& config,
+                                 const std::vector<RolloutNode>& fleet,
+                                 const std::vector<RolloutTime>& times) {
+  if (Status size = CheckSimulateSize(fleet, times); !size.ok()) return size;
   Evaluator eval(config, times);
   Status work = CheckWork(fleet.size(), eval.distinct(), eval.rollouts());
   if (!work.ok()) return work;
@@ -561,12 +572,7 @@ StatusOr<std::vector<DiffRow>> SimulateAgainst(const ComponentConfig& config,
                                                const ComponentConfig& against,
                                                const std::vector<RolloutNode>& fleet,
                                                const std::vector<RolloutTime>& times) {
-  if (fleet.size() > kMaxFleetNodes) {
-    return Status::InvalidArgument("more than " + std::to_string(kMaxFleetNodes) + " nodes");
-  }
-  if (times.size() > kMaxSimulateTimes) {
-    return Status::InvalidArgument("more than " + std::to_string(kMaxSimulateTimes) + " times");
-  }
+  if (Status size = CheckSimulateSize(fleet, times); !size.ok()) return size;
   Evaluator a(config, times), b(against, times);
   // The distinct (threshold vector in a, threshold vector in b) pairs among the times.
   std::map<std::pair<size_t, size_t>, size_t> pair_index;
