@@ -5,7 +5,7 @@
 # then the service's tests again under ThreadSanitizer, the soak's short form (the service
 # under load through HAProxy while its store reloads and hundreds of idle and slow connections
 # are held), and every fuzz target briefly (docs/RELIABILITY.md).
-#   scripts/test.sh [extra ctest args, e.g. -L unit or -R Nbc]   (they apply to the first run)
+#   scripts/test.sh [extra ctest args, e.g. -L node or -R Nbc]   (they apply to the first run)
 #   SKIP_TSAN=1 / SKIP_SOAK=1 / SKIP_FUZZ=1 leave out the second, third and fourth parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -5,7 +5,6 @@
 //   hotfix-agent --TLS--> HAProxy --ALPN aks-live-patching--> HelloTap --> FakeLpsServer
 //        |                       `--anything else---------------------> TlsPeer "apiserver"
 //        `--HTTP--> ImdsStandin
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -42,12 +41,6 @@ constexpr char kPreSeeded[] = R"({"version":"202604.01.2","scripts_version":"202
 // Generous bounds only: the budget is 3 s for the exchange plus up to 2 s for IMDS's retry.
 constexpr auto kRunTimeout = std::chrono::seconds(30);
 constexpr auto kWithinBudget = std::chrono::milliseconds(8000);
-
-mode_t ModeOf(const std::filesystem::path& p) {
-  struct stat st {};
-  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
-  return st.st_mode & 07777;
-}
 
 // What one run of the binary left behind.
 struct AgentRun {

@@ -4,7 +4,6 @@
 // install itself is done once by the real dpkg, from a .deb built here with dpkg-deb, into a
 // scratch root (dpkg --root), and confirmed by the real dpkg-query.
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -31,12 +30,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 constexpr auto kRunTimeout = 60s;
-
-mode_t ModeOf(const fs::path& p) {
-  struct stat st {};
-  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
-  return st.st_mode & 07777;
-}
 
 // Every stand-in appends "<name>\x1f<arg>\x1f<arg>...\n" to $FAKE_DIR/calls, then runs its body.
 constexpr char kRecord[] =

@@ -58,4 +58,12 @@ std::vector<std::string> TempDir::Names() const {
   return names;
 }
 
+mode_t ModeOf(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    throw std::runtime_error("lstat " + path.string() + ": " + std::strerror(errno));
+  }
+  return st.st_mode & 07777;
+}
+
 }  // namespace hotfix::testsupport

@@ -38,4 +38,8 @@ class TempDir {
   bool keep_ = false;
 };
 
+// The permission bits of the path itself (a symlink's own, not its target's). Throws
+// std::runtime_error naming the path if it cannot be read, which fails the test calling it.
+mode_t ModeOf(const std::filesystem::path& path);
+
 }  // namespace hotfix::testsupport

@@ -10,7 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "unit_test_util.h"
+#include "captured_log.h"
 
 namespace hotfix::node {
 namespace {

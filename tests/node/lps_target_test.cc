@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "unit_test_util.h"
+#include "captured_log.h"
 
 #include <filesystem>
 #include <fstream>
@@ -18,7 +18,7 @@ namespace {
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using unittest::ModeOf;
+using testsupport::ModeOf;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;

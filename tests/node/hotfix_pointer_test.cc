@@ -5,7 +5,7 @@
 
 #include <sys/stat.h>
 #include "node/go_json.h"
-#include "unit_test_util.h"
+#include "captured_log.h"
 
 #include <filesystem>
 #include <fstream>
@@ -18,7 +18,7 @@ namespace {
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using unittest::ModeOf;
+using testsupport::ModeOf;
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;

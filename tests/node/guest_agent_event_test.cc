@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
-#include "unit_test_util.h"
+#include "captured_log.h"
 
 #include <cstdlib>
 #include <ctime>
@@ -20,7 +20,7 @@ namespace {
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using unittest::ModeOf;
+using testsupport::ModeOf;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "unit_test_util.h"
+#include "captured_log.h"
 
 #include <csignal>
 #include <filesystem>
@@ -20,7 +20,7 @@ namespace {
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using unittest::ModeOf;
+using testsupport::ModeOf;
 
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;

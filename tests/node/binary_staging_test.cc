@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file_util.h"
-#include "unit_test_util.h"
+#include "captured_log.h"
 
 namespace hotfix::node {
 namespace {
@@ -16,7 +16,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testsupport::ReadFile;
 using testsupport::TempDir;
-using unittest::ModeOf;
+using testsupport::ModeOf;
 
 TEST(StageHotfixBinary, CopiesWithTheVhdModeAndLeavesTheVhdBinaryAlone) {
   TempDir usr, opt;

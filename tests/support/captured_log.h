@@ -1,8 +1,6 @@
-// Helpers the node's unit tests share beyond tests/support (lp_testkit): permission bits, and
-// a Logger whose JSON lines a test reads back.
+// A Logger whose JSON lines a test reads back (header-only: it asserts with gtest, which
+// lp_testkit does not link).
 #pragma once
-
-#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,13 +13,6 @@
 #include "text_util.h"
 
 namespace hotfix::unittest {
-
-// Permission bits of the path itself (a symlink's own, not its target's).
-inline mode_t ModeOf(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
-}
 
 // A Logger writing JSON lines to a file the test reads back.
 class CapturedLog {

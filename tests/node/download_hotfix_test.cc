@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file_util.h"
-#include "unit_test_util.h"
+#include "captured_log.h"
 
 namespace hotfix::node {
 namespace {
@@ -20,7 +20,7 @@ using ::testing::IsEmpty;
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using unittest::ModeOf;
+using testsupport::ModeOf;
 using namespace std::chrono_literals;
 
 // Records every command; install commands exit with the scripted codes, the version query

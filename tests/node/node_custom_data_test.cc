@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "unit_test_util.h"
+#include "captured_log.h"
 
 namespace hotfix::node {
 namespace {
@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using unittest::ModeOf;
+using testsupport::ModeOf;
 
 constexpr char kGzipContent[] = "H4sIAAAAAAAC/0uvyizQTc7PK0nNKwEAoD0Z5wwAAAA=";  // "gzip-content"
 // Two gzip members, which Go's gzip.Reader reads as one stream: "part one part two".
