@@ -6,17 +6,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "common/file_util.h"
 #include "captured_log.h"
+#include "common/file_util.h"
 
 namespace hotfix::node {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testsupport::ModeOf;
 using testsupport::ReadFile;
 using testsupport::TempDir;
-using testsupport::ModeOf;
 
 TEST(StageHotfixBinary, CopiesWithTheVhdModeAndLeavesTheVhdBinaryAlone) {
   TempDir usr, opt;

@@ -8,8 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "common/file_util.h"
 #include "captured_log.h"
+#include "common/file_util.h"
 
 namespace hotfix::node {
 namespace {
@@ -17,10 +17,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testsupport::ModeOf;
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using testsupport::ModeOf;
 using namespace std::chrono_literals;
 
 // Records every command; install commands exit with the scripted codes, the version query

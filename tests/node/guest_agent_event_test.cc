@@ -17,10 +17,10 @@
 namespace hotfix::node {
 namespace {
 
+using testsupport::ModeOf;
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using testsupport::ModeOf;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;

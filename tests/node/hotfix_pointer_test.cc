@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
-#include "node/go_json.h"
 #include "captured_log.h"
+#include "node/go_json.h"
 
 #include <filesystem>
 #include <fstream>
@@ -15,10 +15,10 @@
 namespace hotfix::node {
 namespace {
 
+using testsupport::ModeOf;
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using testsupport::ModeOf;
 
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;

@@ -13,10 +13,10 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testsupport::ModeOf;
 using testsupport::ReadFile;
 using testsupport::TempDir;
 using unittest::CapturedLog;
-using testsupport::ModeOf;
 
 constexpr char kGzipContent[] = "H4sIAAAAAAAC/0uvyizQTc7PK0nNKwEAoD0Z5wwAAAA=";  // "gzip-content"
 // Two gzip members, which Go's gzip.Reader reads as one stream: "part one part two".
