@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rollout_example.h"
 #include "service/component_store.h"
 #include "service/rollout.h"
 #include "service/rollout_tools.h"
@@ -40,41 +41,10 @@ constexpr char kEast[] = "myaks-dns-1a2b3c4d.hcp.eastus.azmk8s.io";
 constexpr char kWest[] = "other-dns-99.hcp.westus2.azmk8s.io";
 constexpr char kRollout[] = "anc-202604.01.4";
 
-RolloutTime T(std::string_view text) {
-  std::optional<RolloutTime> t = ParseRolloutTime(text);
-  EXPECT_TRUE(t.has_value()) << text;
-  return t.value_or(RolloutTime{});
-}
-
 std::string VmId(int i) {
   char id[64];
   std::snprintf(id, sizeof id, "5e0c1a2b-0000-4000-8000-%012d", i);
   return id;
-}
-
-// The issue's example: 1% at 00:00, 10.5% at 06:00, 100% on the 5th; one subscription, east
-// US clusters.
-json ExampleFile(const std::string& name = kRollout) {
-  return json::parse(R"({
-    "hotfixes": {"202604.01": "202604.01.3"},
-    "rollouts": [{
-      "name": ")" + name +
-                     R"(",
-      "hotfixes": {"202604.01": "202604.01.4"},
-      "match": {
-        "subscriptions": ["8ecadfc9-d1a3-4ea4-b844-0d9f87e4d7c8"],
-        "exclude_subscriptions": [],
-        "clusters": ["*.hcp.eastus.azmk8s.io"],
-        "vm_ids": []
-      },
-      "cohort": "node",
-      "steps": [
-        {"at": "2026-12-04T00:00:00Z", "percent": 1},
-        {"at": "2026-12-04T06:00:00Z", "percent": 10.5},
-        {"at": "2026-12-05T00:00:00Z", "percent": 100}
-      ]
-    }]
-  })");
 }
 
 // The first VmId(i) whose bucket in `rollout` satisfies pred.
@@ -104,7 +74,7 @@ json Plan(const ComponentConfig& config, const std::string& vm_id, const std::st
 
 TEST(RolloutToolsTest, PlanSaysWhenANodeInsideComesInAndWhatItIsServed) {
   TempDir dir("rollout-tools");
-  dir.Write("aksNodeController.json", ExampleFile().dump(2));
+  dir.Write("aksNodeController.json", ExampleFile(kRollout).dump(2));
   auto config = Load(dir, kAks);
   // Bucket under 100: in from the first step (1%).
   const std::string early = FindVmId(kRollout, [](uint32_t b) { return b < 100; });
@@ -160,7 +130,7 @@ TEST(RolloutToolsTest, PlanSaysWhenANodeInsideComesInAndWhatItIsServed) {
 
 TEST(RolloutToolsTest, PlanNamesTheMatchFieldThatFailed) {
   TempDir dir("rollout-tools");
-  json file = ExampleFile();
+  json file = ExampleFile(kRollout);
   file["rollouts"][0]["match"]["exclude_subscriptions"] = {kOtherSub};
   file["rollouts"][0]["match"]["subscriptions"] = {kSub, kOtherSub};
   dir.Write("aksNodeController.json", file.dump());
@@ -190,7 +160,7 @@ TEST(RolloutToolsTest, PlanNamesTheMatchFieldThatFailed) {
 
 TEST(RolloutToolsTest, PlanShowsHaltHoldOverlayAndClusterCohort) {
   TempDir dir("rollout-tools");
-  json file = ExampleFile();
+  json file = ExampleFile(kRollout);
   json halted = ExampleFile("anc-halted")["rollouts"][0];
   halted["halted"] = true;
   json held = ExampleFile("anc-held")["rollouts"][0];
@@ -247,7 +217,7 @@ TEST(RolloutToolsTest, PlanOfAFileWithoutRolloutsServesTheFile) {
 
 TEST(RolloutToolsTest, LoadingAComponentReportsRefusedAndMissingFiles) {
   TempDir dir("rollout-tools");
-  json file = ExampleFile();
+  json file = ExampleFile(kRollout);
   file["rollouts"][0]["steps"][1]["at"] = "2026-12-03T06:00:00Z";  // before the step before it
   const std::string text = file.dump();
   dir.Write("aksNodeController.json", text);
@@ -271,7 +241,7 @@ TEST(RolloutToolsTest, LoadingAComponentReportsRefusedAndMissingFiles) {
 
 TEST(RolloutToolsTest, ValidateListsOneLinePerRefusedFile) {
   TempDir dir("rollout-tools");
-  dir.Write("aksNodeController.json", ExampleFile().dump());
+  dir.Write("aksNodeController.json", ExampleFile(kRollout).dump());
   dir.Write("other.json", "{}");
   dir.Write("notes.txt", "not a component");
   auto report = ValidateFolder(dir.path().string());
@@ -279,7 +249,7 @@ TEST(RolloutToolsTest, ValidateListsOneLinePerRefusedFile) {
   EXPECT_TRUE(report->passed());
   EXPECT_EQ(report->Summary(), "2 files ok, 0 refused");
 
-  json typo = ExampleFile();
+  json typo = ExampleFile(kRollout);
   typo["rollouts"][0]["match"]["subscription"] = {kSub};  // a typo must never widen
   const std::string typo_text = typo.dump();
   dir.Write("aksNodeController.json", typo_text);
@@ -489,7 +459,7 @@ uint64_t ExpectedIn(const std::vector<RolloutNode>& fleet, const std::string& na
 
 TEST(RolloutToolsTest, SimulateCountsMatchTheBucketFunction) {
   TempDir dir("rollout-tools");
-  dir.Write("aksNodeController.json", ExampleFile().dump());
+  dir.Write("aksNodeController.json", ExampleFile(kRollout).dump());
   auto config = Load(dir, kAks);
   const auto fleet = SmallFleet();
   auto times =
@@ -527,7 +497,7 @@ TEST(RolloutToolsTest, SimulateCountsMatchTheBucketFunction) {
 
 TEST(RolloutToolsTest, SimulateShowsBasesSomeNodesLackAndHaltedRollouts) {
   TempDir dir("rollout-tools");
-  json file = ExampleFile();
+  json file = ExampleFile(kRollout);
   json new_base = ExampleFile("new-base")["rollouts"][0];
   new_base["hotfixes"] = {{"202605.01", "202605.01.10"}};
   new_base["match"] = json::object();
@@ -556,7 +526,7 @@ TEST(RolloutToolsTest, SimulateShowsBasesSomeNodesLackAndHaltedRollouts) {
 
 TEST(RolloutToolsTest, AgainstFindsExactlyTheNodesARenameMoves) {
   TempDir before("rollout-tools"), after("rollout-tools");
-  before.Write("aksNodeController.json", ExampleFile().dump());
+  before.Write("aksNodeController.json", ExampleFile(kRollout).dump());
   const std::string renamed = "anc-202604.01.4-take2";
   after.Write("aksNodeController.json", ExampleFile(renamed).dump());
   auto a = Load(before, kAks);
@@ -622,7 +592,7 @@ TEST(RolloutToolsTest, SimulateRefusesMoreWorkThanItsLimit) {
   // 40 rollouts of 64 one-minute steps each, one after the other: over 2,560 minutes every
   // time row is its own threshold setting.
   constexpr int kRollouts = 40, kSteps = 64;
-  json file = ExampleFile();
+  json file = ExampleFile(kRollout);
   json rollouts = json::array();
   const RolloutTime start = T("2026-12-04T00:00:00Z");
   for (int r = 0; r < kRollouts; ++r) {

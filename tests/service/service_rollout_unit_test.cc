@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rollout_example.h"
 #include "service/component_store.h"
 #include "service/rollout.h"
 
@@ -36,35 +37,6 @@ constexpr char kAks[] = "aksNodeController";
 constexpr char kSub[] = "8ecadfc9-d1a3-4ea4-b844-0d9f87e4d7c8";
 constexpr char kOtherSub[] = "11111111-2222-3333-4444-555555555555";
 constexpr char kHost[] = "myaks-dns-1a2b3c4d.hcp.eastus.azmk8s.io";
-
-RolloutTime T(std::string_view text) {
-  std::optional<RolloutTime> t = ParseRolloutTime(text);
-  EXPECT_TRUE(t.has_value()) << text;
-  return t.value_or(RolloutTime{});
-}
-
-// The issue's example rollout (percent 1, 10.5, 100; no hold).
-json ExampleRollout(const std::string& name = "anc-1") {
-  json r = json::parse(R"({
-    "hotfixes": {"202604.01": "202604.01.4"},
-    "match": {
-      "subscriptions": ["8ecadfc9-d1a3-4ea4-b844-0d9f87e4d7c8"],
-      "exclude_subscriptions": [],
-      "clusters": ["*.hcp.eastus.azmk8s.io"],
-      "vm_ids": []
-    },
-    "cohort": "node",
-    "steps": [
-      {"at": "2026-12-04T00:00:00Z", "percent": 1},
-      {"at": "2026-12-04T06:00:00Z", "percent": 10.5},
-      {"at": "2026-12-05T00:00:00Z", "percent": 100}
-    ],
-    "hold_at": null,
-    "halted": false
-  })");
-  r["name"] = name;
-  return r;
-}
 
 json MinimalRollout(const std::string& name, const std::string& version = "202604.01.5") {
   json r = json::object();
