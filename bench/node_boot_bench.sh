@@ -17,8 +17,9 @@
 #   --parallel P      connecting workers in the load generator (default 32): enough to keep
 #                     the server busy (each worker waits for its call's answer, then reconnects)
 #   --warm-up S       unrecorded load per server before the rounds (default 2)
-#   --tokens N        the pool of distinct documents (default 1000 per second of load per
-#                     server, warm-up and profile included: more than this machine manages);
+#   --tokens N        the pool of distinct documents (default 4000 per second of load per
+#                     server, warm-up and profile included: more than this machine manages,
+#                     the C++ service's ~2,400 calls/s with room);
 #                     each is used once per server; a round that runs out fails (raise it)
 #   --signer ec|rsa   ec (default): an ECDSA P-256 signer under an ECDSA root, as the IMDS
 #                     stand-in makes (tests/support/imds_standin.cc); rsa: an RSA-2048 signer
@@ -89,7 +90,7 @@ done
 ((rounds >= 1 && seconds >= 1 && parallel >= 1 && idle_conns >= 1)) ||
   { echo "--rounds, --seconds, --parallel and --idle-conns must be at least 1" >&2; exit 2; }
 [[ $signer == ec || $signer == rsa ]] || { echo "--signer is ec or rsa" >&2; exit 2; }
-[[ -n $tokens ]] || tokens=$(((rounds * seconds + warmup + profile) * 1000))
+[[ -n $tokens ]] || tokens=$(((rounds * seconds + warmup + profile) * 4000))
 if ! [[ $tokens =~ ^[0-9]+$ ]] || ((tokens < 100)); then echo "--tokens wants at least 100" >&2; exit 2; fi
 
 base=${BENCH_BOOT_PORT_BASE:-18700}
@@ -149,65 +150,13 @@ log "PKI: the service's TLS certificate, the attested documents' signer ($signer
 source scripts/lib/certs.sh
 make_cluster_pki "$work/etc" bench-cluster-ca "$lps_name" "$fqdn"
 printf '%s' "$config" >"$work/etc/components/aksNodeController.json"
-# make_ca DIR NAME CN [ISSUER]: a CA certificate (self-signed without ISSUER).
-# make_signer DIR ISSUER: the IMDS signer, a leaf for metadata.azure.com (CN + DNS SAN, no
-# EKU, as the stand-in's IssueImdsSigner).
-newkey() { if [[ $signer == rsa ]]; then echo rsa:2048; else echo ec -pkeyopt ec_paramgen_curve:P-256; fi; }
-make_ca() {
-  local dir=$1 name=$2 cn=$3 issuer=${4:-}
-  # shellcheck disable=SC2046
-  if [[ -z $issuer ]]; then
-    openssl req -x509 -newkey $(newkey) -nodes -days 2 -subj "/CN=$cn" \
-      -addext 'basicConstraints=critical,CA:TRUE' -addext 'keyUsage=critical,keyCertSign,cRLSign' \
-      -keyout "$dir/$name.key" -out "$dir/$name.pem" 2>/dev/null
-  else
-    openssl req -newkey $(newkey) -nodes -subj "/CN=$cn" -keyout "$dir/$name.key" \
-      -out "$dir/$name.csr" 2>/dev/null
-    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/$issuer.pem" -CAkey "$dir/$issuer.key" \
-      -CAcreateserial -days 2 -out "$dir/$name.pem" 2>/dev/null \
-      -extfile <(printf 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n')
-  fi
-}
-make_signer() {
-  local dir=$1 issuer=$2
-  # shellcheck disable=SC2046
-  openssl req -newkey $(newkey) -nodes -subj "/CN=metadata.azure.com" \
-    -keyout "$dir/signer.key" -out "$dir/signer.csr" 2>/dev/null
-  openssl x509 -req -in "$dir/signer.csr" -CA "$dir/$issuer.pem" -CAkey "$dir/$issuer.key" \
-    -CAcreateserial -days 2 -out "$dir/signer.pem" 2>/dev/null \
-    -extfile <(printf 'subjectAltName=DNS:metadata.azure.com\nbasicConstraints=CA:FALSE\n')
-}
-make_ca "$work/pki" root bench-imds-root
-if [[ $signer == rsa ]]; then
-  make_ca "$work/pki" intermediate bench-imds-intermediate root
-  make_signer "$work/pki" intermediate
-  cat "$work/pki/root.pem" "$work/pki/intermediate.pem" >"$work/pki/roots.pem"
-else
-  make_signer "$work/pki" root
-  cp "$work/pki/root.pem" "$work/pki/roots.pem"
-fi
-openssl verify -CAfile "$work/pki/roots.pem" "$work/pki/signer.pem" >/dev/null ||
-  die "the signer does not chain to the roots"
+stack_imds_pki "$work/pki" "$signer"
 # A second root and signer that neither server trusts (validation only).
-mkdir -p "$work/pki-untrusted"
-make_ca "$work/pki-untrusted" root untrusted-imds-root
-make_signer "$work/pki-untrusted" root
+stack_imds_pki "$work/pki-untrusted" "$signer"
 
 log "token pool: $tokens distinct attested documents (not timed)"
 pool=$work/tokens.txt
-nparts=$(nproc)
-((nparts >= 1)) || nparts=1
-for ((k = 0; k < nparts; k++)); do
-  n=$((tokens / nparts + (k < tokens % nparts ? 1 : 0)))
-  # RUN_TAG: the part number in the top bits of the vmId's first group, so parts never collide.
-  "$mint" "$work/pki/signer.pem" "$work/pki/signer.key" "$n" $(((k << 24) | (RANDOM << 8))) \
-    >"$work/tokens.part$k" 2>"$work/mint.part$k.log" &
-done
-for ((k = 0; k < nparts; k++)); do wait -n || die "mint_tokens failed: $(cat "$work"/mint.part*.log)"; done
-cat "$work"/tokens.part* >"$pool" && rm -f "$work"/tokens.part*
-cat "$work"/mint.part*.log >&2
-(($(wc -l <"$pool") == tokens)) || die "the pool has $(wc -l <"$pool") tokens, not $tokens"
-(($(sort -u "$pool" | wc -l) == tokens)) || die "the pool holds duplicate tokens"
+stack_mint_pool "$mint" "$work/pki" "$tokens" "$pool"
 "$mint" "$work/pki-untrusted/signer.pem" "$work/pki-untrusted/signer.key" 3 >"$work/untrusted.txt" \
   2>/dev/null || die "mint_tokens (untrusted) failed"
 token_bytes=$(head -1 "$pool" | tr -d '\n' | wc -c)

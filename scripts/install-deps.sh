@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages this project needs. Idempotent and non-interactive: it asks
 # apt only for what is missing.
 #   scripts/install-deps.sh          build + tests + demo
-#   scripts/install-deps.sh --bench  also the benchmark tools (hyperfine, time)
+#   scripts/install-deps.sh --bench  also the benchmark and load tools (hyperfine, time, stress-ng)
 set -euo pipefail
 
 build=(build-essential cmake ninja-build pkg-config clang-format
@@ -18,7 +18,7 @@ test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd p
       golang-go golang-google-grpc-dev golang-google-protobuf-dev
       golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev
       protoc-gen-go protoc-gen-go-grpc)
-bench=(hyperfine time)
+bench=(hyperfine time stress-ng)  # stress-ng: the load part of scripts/reliability.sh
 
 want=("${build[@]}" "${service[@]}" "${test[@]}")
 if [[ "${1:-}" == "--bench" ]]; then want+=("${bench[@]}"); fi

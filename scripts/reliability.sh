@@ -9,8 +9,11 @@
 #   3. soak     bench/soak.sh: SOAK_SECONDS (180) of h2load through HAProxy while the store
 #               reloads and thousands of idle and slowloris connections are held (release build)
 #   4. fuzz     scripts/fuzz.sh: every libFuzzer target for FUZZ_SECONDS (300) each
+#   5. load     the whole ASan+UBSan suite LOAD_ROUNDS (3) times while stress-ng keeps every
+#               core, the disk and memory busy; lists each test that failed in any round. A
+#               test whose verdict changes under load asserts which of two racing outcomes won.
 #
-#   scripts/reliability.sh                 all four (about 50 minutes on 2 cores)
+#   scripts/reliability.sh                 all five (about 110 minutes on 2 cores)
 #   scripts/reliability.sh crash fuzz      only those parts
 #   CRASH_SEED=S scripts/reliability.sh crash   replays the crash run's random kills
 # Each part's output is kept in build/reliability/<part>.log; the script stops at the first
@@ -19,12 +22,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 parts=("$@")
-((${#parts[@]})) || parts=(faults crash soak fuzz)
+((${#parts[@]})) || parts=(faults crash soak fuzz load)
 for p in "${parts[@]}"; do
   case $p in
-    faults | crash | soak | fuzz) ;;
+    faults | crash | soak | fuzz | load) ;;
     *)
-      echo "reliability: unknown part '$p' (faults, crash, soak, fuzz)" >&2
+      echo "reliability: unknown part '$p' (faults, crash, soak, fuzz, load)" >&2
       exit 2
       ;;
   esac
@@ -42,10 +45,15 @@ faults() {
     scripts/test.sh -R 'FaultMatrix|ServiceBadInput'
 }
 
-crash() {
+# The ASan+UBSan build scripts/test.sh makes; with targets, only those.
+build_asan() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DHOTFIX_SANITIZE=ON -DHOTFIX_WERROR=ON -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-  ninja -C "$build" -j"$(nproc)" crash_consistency_test hotfix-agent
+  ninja -C "$build" -j"$(nproc)" "$@"
+}
+
+crash() {
+  build_asan crash_consistency_test hotfix-agent
   CRASH_FULL=1 LP_BIN_DIR="$PWD/$build/bin" LP_SOURCE_DIR="$PWD" \
     "$build/tests/crash_consistency_test"
   echo "figures: grep '\[crash\]' $out/crash.log"
@@ -54,6 +62,32 @@ crash() {
 soak() { SOAK_SECONDS=${SOAK_SECONDS:-180} bench/soak.sh; }
 
 fuzz() { scripts/fuzz.sh; }
+
+load() {
+  build_asan
+  # As many CPU hogs as cores at the tests' own priority, so every test runs at about half
+  # speed and is preempted anywhere; plus fsync-heavy I/O and memory churn.
+  stress-ng --cpu "$(nproc)" --io 1 --vm 1 --vm-bytes 10% --quiet &
+  local stress=$! rounds=${LOAD_ROUNDS:-3} r
+  : >"$out/load-failed.txt"
+  for ((r = 1; r <= rounds; r++)); do
+    echo "load: round $r of $rounds, load average $(cut -d' ' -f1 /proc/loadavg)"
+    rm -f "$build/Testing/Temporary/LastTestsFailed.log"
+    ctest --test-dir "$build" -j"$(nproc)" --timeout 300 --output-on-failure || true
+    if [[ -f $build/Testing/Temporary/LastTestsFailed.log ]]; then
+      sed "s/^[0-9]*:/round $r: /" "$build/Testing/Temporary/LastTestsFailed.log" \
+        >>"$out/load-failed.txt"
+    fi
+  done
+  kill "$stress"
+  wait "$stress" || true
+  if [[ -s $out/load-failed.txt ]]; then
+    echo "load: tests that failed under load ($out/load-failed.txt):"
+    cat "$out/load-failed.txt"
+    return 1
+  fi
+  echo "load: every test passed in all $rounds rounds"
+}
 
 declare -A took
 for p in "${parts[@]}"; do

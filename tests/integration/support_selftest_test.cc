@@ -183,6 +183,8 @@ TEST(TextUtilTest, ReadsFilesAndJsonLines) {
   TempDir dir("lp-selftest");
   EXPECT_EQ(ReadFile(dir.Write("bytes", std::string("a\0b\n", 4))), std::string("a\0b\n", 4));
   EXPECT_EQ(ReadFile(dir.File("absent")), "");
+  EXPECT_EQ(ReadFileOrThrow(dir.File("bytes")), std::string("a\0b\n", 4));
+  EXPECT_THROW(ReadFileOrThrow(dir.File("absent")), std::runtime_error);
   const std::string text = "{\"a\":1}\nE0101 a libgrpc line\n[2]\n{\"b\":2}\n";
   std::vector<nlohmann::json> every = JsonLines(text);
   ASSERT_EQ(every.size(), 4u);
@@ -202,6 +204,18 @@ TEST(PortsTest, PicksDistinctBindablePorts) {
     uint16_t port = PickFreePort();
     EXPECT_TRUE(seen.insert(port).second) << port;
     EXPECT_FALSE(IsListening(port));
+  }
+}
+
+TEST(PortsTest, ParsesAListenAddress) {
+  ListenAddress any = ParseListenAddress("127.0.0.1:0");
+  EXPECT_EQ(any.host, "127.0.0.1");
+  EXPECT_EQ(any.port, 0);
+  ListenAddress v6 = ParseListenAddress("[::1]:8443");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, 8443);
+  for (const char* bad : {"bogus", "127.0.0.1", "127.0.0.1:65536", "127.0.0.1:x", "::1:80"}) {
+    EXPECT_THROW(ParseListenAddress(bad), std::runtime_error) << bad;
   }
 }
 

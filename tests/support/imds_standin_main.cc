@@ -13,34 +13,19 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "imds_standin.h"
+#include "ports.h"
+#include "text_util.h"
 
 namespace ts = hotfix::testsupport;
 
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;
   if (!out) throw std::runtime_error("cannot write " + path);
-}
-
-std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
-  size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) throw std::runtime_error("--listen wants HOST:PORT");
-  std::string host = listen.substr(0, colon);
-  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  return {host, static_cast<uint16_t>(std::stoi(listen.substr(colon + 1)))};
 }
 
 // Logs requests that arrived since the last call; the stand-in records, this prints.
@@ -80,11 +65,12 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread: only sigwait sees them
   try {
-    auto [host, port] = SplitHostPort(listen);
+    ts::ListenAddress address = ts::ParseListenAddress(listen);
     ts::ImdsStandinOptions options;
-    options.host = host;
-    options.port = port;
-    if (!signer_cert.empty()) options.signer = {ReadFile(signer_cert), ReadFile(signer_key)};
+    options.host = address.host;
+    options.port = address.port;
+    if (!signer_cert.empty())
+      options.signer = {ts::ReadFileOrThrow(signer_cert), ts::ReadFileOrThrow(signer_key)};
     if (!vm_id.empty()) options.vm_id = vm_id;
     options.behavior.delay = std::chrono::milliseconds(delay_ms);
     if (status != 0) options.behavior.status = status;

@@ -11,24 +11,16 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "fake_lps_server.h"
+#include "ports.h"
+#include "text_util.h"
 
 namespace ts = hotfix::testsupport;
 
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Accepts a gRPC code name ("NOT_FOUND") or number ("5").
 grpc::StatusCode ParseStatus(const std::string& text) {
@@ -55,15 +47,6 @@ grpc::StatusCode ParseStatus(const std::string& text) {
   int code = std::stoi(text);
   if (code < 0 || code > 16) throw std::runtime_error("no gRPC status code " + text);
   return static_cast<grpc::StatusCode>(code);
-}
-
-// "host:port" or "[v6]:port".
-std::pair<std::string, uint16_t> SplitHostPort(const std::string& listen) {
-  size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) throw std::runtime_error("--listen wants HOST:PORT");
-  std::string host = listen.substr(0, colon);
-  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  return {host, static_cast<uint16_t>(std::stoi(listen.substr(colon + 1)))};
 }
 
 // Blocks until SIGINT or SIGTERM; the signals were blocked before any thread started, so
@@ -99,15 +82,15 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
-    auto [host, port] = SplitHostPort(listen);
+    ts::ListenAddress address = ts::ParseListenAddress(listen);
     ts::FakeLpsServerOptions options;
-    options.cert = {ReadFile(cert_path), ReadFile(key_path)};
-    options.host = host;
-    options.port = port;
+    options.cert = {ts::ReadFileOrThrow(cert_path), ts::ReadFileOrThrow(key_path)};
+    options.host = address.host;
+    options.port = address.port;
     options.behavior.code = ParseStatus(status);
     options.behavior.message = message;
     options.behavior.delay = std::chrono::milliseconds(delay_ms);
-    options.behavior.config = config_path.empty() ? "" : ReadFile(config_path);
+    options.behavior.config = config_path.empty() ? "" : ts::ReadFileOrThrow(config_path);
     options.behavior.only_component = ts::kAksNodeControllerComponent;
     options.max_recorded_calls = 16;  // only the log needs them; keep memory flat
     // The token is a credential: log its size, never its value.

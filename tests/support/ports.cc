@@ -9,11 +9,13 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include "common/host_port.h"
 #include "socket_util.h"
 
 namespace hotfix::testsupport {
@@ -66,6 +68,15 @@ uint16_t PickFreePort() {
 }
 
 std::string LoopbackAddress(uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
+
+ListenAddress ParseListenAddress(std::string_view text) {
+  std::optional<HostPort> split = SplitHostPort(text);
+  std::optional<uint16_t> port;
+  if (split) port = split->port == "0" ? std::optional<uint16_t>(0) : ParsePort(split->port);
+  if (!port)
+    throw std::runtime_error("--listen wants HOST:PORT, not \"" + std::string(text) + "\"");
+  return {std::string(split->host), *port};
+}
 
 int ConnectLoopback(uint16_t port) { return net::ConnectTcp("127.0.0.1", port); }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace hotfix::testsupport {
 
@@ -18,6 +19,14 @@ uint16_t PickFreePort();
 
 // "127.0.0.1:<port>"
 std::string LoopbackAddress(uint16_t port);
+
+struct ListenAddress {
+  std::string host;
+  uint16_t port = 0;  // 0: any free port
+};
+// A tool's --listen value, "host:port" or "[v6]:port" (common/host_port.h's SplitHostPort);
+// port 0 asks for any free port. Throws std::runtime_error naming the value otherwise.
+ListenAddress ParseListenAddress(std::string_view text);
 
 // A plain TCP connection to 127.0.0.1:port (e.g. to send non-TLS bytes or hold a
 // connection open); -1 with errno on failure. The caller closes it.

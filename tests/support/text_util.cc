@@ -12,6 +12,14 @@ std::string ReadFile(const std::filesystem::path& path) {
   return text.str();
 }
 
+std::string ReadFileOrThrow(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 std::vector<nlohmann::json> JsonLines(std::string_view text, NonJsonLines non_json) {
   std::vector<nlohmann::json> values;
   std::istringstream lines{std::string(text)};

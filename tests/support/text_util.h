@@ -14,6 +14,9 @@ namespace hotfix::testsupport {
 
 // The whole file, bytes as they are; empty if it does not exist or cannot be read.
 std::string ReadFile(const std::filesystem::path& path);
+// The same for a file that must be there (a tool's input): throws std::runtime_error naming
+// the path when it cannot be opened.
+std::string ReadFileOrThrow(const std::filesystem::path& path);
 
 enum class NonJsonLines {
   // A line that is not JSON becomes a discarded value (is_discarded()), one value per line,
