@@ -139,12 +139,15 @@ class ServiceRolloutTest : public ::testing::Test {
   std::vector<std::string> tokens_;
 };
 
-TEST_F(ServiceRolloutTest, ServesTheBucketFunctionsSetAndAShareNearThePercent) {
+TEST_F(ServiceRolloutTest, ServesTheBucketFunctionsSet) {
   Start(FileWith("anc-202604.01.4", Json::array({{{"at", At(-kDay)}, {"percent", 25}}})));
   std::set<int> in = Inside(ServeAll());
-  EXPECT_EQ(in, ExpectedInside("anc-202604.01.4", 2500));
-  // 300 nodes at p = 0.25: the standard deviation is 7.5 nodes; 4 of them either side.
-  EXPECT_NEAR(static_cast<double>(in.size()), 75.0, 30.0);
+  const std::set<int> expected = ExpectedInside("anc-202604.01.4", 2500);
+  // These 300 fixed vmIds put 25% of the buckets neither at none nor at all of them, so the
+  // equality below tells inside from outside (the share is the unit tests' subject).
+  ASSERT_GT(expected.size(), 0u);
+  ASSERT_LT(expected.size(), 300u);
+  EXPECT_EQ(in, expected);
 
   // What the node was served is in its access-log line, never the targeting.
   std::vector<Json> access = lps_->AccessLog();

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,12 +54,16 @@ class CountingEvents : public TransportEventSink {
 // The client's bytes go straight into the session; the session's output is what the client
 // reads. When the client waits for more and the session has nothing, time moves on (the
 // fake clock) so that timers fire; the session ending the connection reads as end of stream.
+// `after_write`, if set, runs after each of the client's writes has reached the session.
 class SessionStream : public wire::ByteStream {
  public:
-  SessionStream(H2Session* session, SteadyClock::time_point* now) : session_(session), now_(now) {}
+  SessionStream(H2Session* session, SteadyClock::time_point* now,
+                std::function<void()> after_write = {})
+      : session_(session), now_(now), after_write_(std::move(after_write)) {}
 
   Status WriteAll(std::string_view data, Deadline) override {
     if (!session_->Receive(data, *now_)) closed_ = true;
+    if (after_write_) after_write_();
     return Status::Ok();
   }
   StatusOr<size_t> ReadSome(char* buf, size_t len, Deadline) override {
@@ -78,6 +83,7 @@ class SessionStream : public wire::ByteStream {
  private:
   H2Session* session_;
   SteadyClock::time_point* now_;
+  std::function<void()> after_write_;
   std::string pending_;
   bool closed_ = false;
 };
@@ -91,8 +97,9 @@ class H2SessionTest : public ::testing::Test {
   }
 
   wire::UnaryResponse Call(H2Session& session, const std::string& message,
-                           std::vector<wire::Metadata> metadata = {}) {
-    SessionStream stream(&session, &now_);
+                           std::vector<wire::Metadata> metadata = {},
+                           std::function<void()> after_write = {}) {
+    SessionStream stream(&session, &now_, std::move(after_write));
     wire::UnaryRequest request;
     request.authority = "myaks.hcp.eastus.azmk8s.io";
     request.path = kPath;
@@ -214,8 +221,20 @@ TEST_F(H2SessionTest, ABadPrefaceEndsTheSession) {
 
 TEST_F(H2SessionTest, ShutdownLetsTheOpenCallFinishThenEnds) {
   H2Session session(options_, "p", now_);
-  ASSERT_TRUE(Call(session, "m").status.ok());
-  session.Shutdown();
+  handler_.next.delay = milliseconds(1500);  // the reply is still held when Shutdown lands
+  size_t open_at_shutdown = 0;
+  bool finished_at_shutdown = true;
+  auto shut_down_once_open = [&] {
+    if (open_at_shutdown != 0 || session.open_streams() == 0) return;
+    open_at_shutdown = session.open_streams();
+    session.Shutdown();
+    finished_at_shutdown = session.Finished();
+  };
+  wire::UnaryResponse r = Call(session, "m", {}, shut_down_once_open);
+  EXPECT_EQ(open_at_shutdown, 1u);
+  EXPECT_FALSE(finished_at_shutdown);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(r.message, "echo:m");
   std::string out;
   session.TakeOutput(&out, 1 << 20);
   EXPECT_TRUE(session.Finished());

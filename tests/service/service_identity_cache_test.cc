@@ -44,7 +44,9 @@ TEST(IdentityCacheTest, ASecondInsertOfTheSameDigestKeepsTheFirst) {
   cache.Insert(DigestOf(1), Node("first"), kNow + hours(1), kNow);
   cache.Insert(DigestOf(1), Node("second"), kNow + hours(2), kNow);
   bool fresh = false;
-  EXPECT_EQ(cache.Find(DigestOf(1), kNow, &fresh)->vm_id, "first");
+  std::shared_ptr<const NodeIdentity> found = cache.Find(DigestOf(1), kNow, &fresh);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->vm_id, "first");
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(cache.evictions(), 0u);
 }

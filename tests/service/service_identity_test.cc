@@ -810,12 +810,15 @@ TEST_F(SignerCacheTest, SignerPastItsValidityGoesBackToTheFullCheck) {
   leaf.common_name = "metadata.azure.com";
   leaf.dns_names = {"metadata.azure.com"};
   leaf.usage = KeyUsage::kNone;
-  leaf.not_after = seconds(2);
+  // notAfter is in whole seconds: between 3 and 4 s from `issued`, which leaves the first
+  // verification 3 s on a loaded machine; 5 s after `issued` it has passed for certain.
+  leaf.not_after = seconds(4);
+  const auto issued = std::chrono::system_clock::now();
   signer_ = root_.IssueLeaf(leaf);
   ASSERT_TRUE(auth_->Authenticate(Sign(Fields("vm-1"))).ok());
   EXPECT_EQ(auth_->stats().signer_cache_entries, 2u);
   std::string later = Sign(Fields("vm-2"));
-  std::this_thread::sleep_for(seconds(3));
+  std::this_thread::sleep_until(issued + seconds(5));
   ExpectRefusedAsByTheFullCheck(later, IdentityFailure::kUntrustedSigner, false);
   EXPECT_THAT(auth_->Authenticate(Sign(Fields("vm-3"))).error.message(),
               HasSubstr("certificate has expired"));

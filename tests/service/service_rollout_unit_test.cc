@@ -891,9 +891,8 @@ TEST(RolloutValidationTest, AcceptsWhatTheFormatAllows) {
   EXPECT_TRUE(MustParse(BaseFile(), "otherComponent").has_rollouts);
 }
 
-// BUG (src/service/rollout.cc, QuoteJson via ParseRollouts' `where`): a valid name of 63 or 64
-// characters is cut to 62/63 characters plus "..." (kMaxQuotedChars = 64 counts the quotes),
-// so the log does not name the rollout it refuses.
+// A valid name of 63 or 64 characters is named in full in an error (a quoting limit that
+// counted the quotes once cut it to 62/63 characters plus "...").
 TEST(RolloutValidationTest, ErrorsNameALongValidRolloutInFull) {
   const std::string name = "anc-202604.01.4-eastus-canary-wave-1-" + std::string(27, 'x');
   ASSERT_EQ(name.size(), 64u);
@@ -1077,9 +1076,11 @@ TEST_F(RolloutExplainTest, NextStep) {
     return std::nullopt;
   };
   EXPECT_EQ(next_at(t0 - 1h), t0);
+  ASSERT_TRUE(NextStep(r, t0 - 1h).has_value());
   EXPECT_EQ(NextStep(r, t0 - 1h)->threshold, 100u);
   EXPECT_EQ(next_at(t0), t1);  // the step at now has applied
   EXPECT_EQ(next_at(t1 + 1h), t2);
+  ASSERT_TRUE(NextStep(r, t1 + 1h).has_value());
   EXPECT_EQ(NextStep(r, t1 + 1h)->threshold, 10000u);
   EXPECT_EQ(next_at(t2), std::nullopt);
   // Steps that do not change the threshold are not "next".
