@@ -353,9 +353,9 @@ int main(int argc, char** argv) {
   hotfix::Logger log;
   auto& config = flags.config;
   if (!config.insecure_accept_any_token && config.attestation_roots_path.empty()) {
-    log.Error(
-        "refusing to start: --attestation-roots is required (or, for development only, "
-        "--insecure-accept-any-token)");
+    log.Error("refusing to start", {{"error",
+                                     "--attestation-roots is required (or, for development only, "
+                                     "--insecure-accept-any-token)"}});
     return 2;
   }
   if (!flags.rate_limit.empty()) {

@@ -1,5 +1,5 @@
 // The operator's tools behind `live-patching-service validate | plan | simulate`
-// (docs/ROLLOUTS.md, "Operator tools"): pure functions over component files loaded exactly as
+// (docs/ROLLOUTS.md, "Tools"): pure functions over component files loaded exactly as
 // the service loads them (LoadComponentFolder). Nothing here serves, and nothing throws:
 // every failure is a Status. cmd/live-patching-service/main.cc only parses flags and prints.
 #pragma once

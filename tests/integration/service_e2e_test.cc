@@ -621,7 +621,12 @@ TEST(LiveServiceCliTest, RequiresTrustRootsUnlessInsecureModeIsExplicit) {
   spawn.argv = args;
   RunResult r = RunProcess(std::move(spawn), seconds(30));
   EXPECT_EQ(r.status.exit_code, 2) << r.stderr_text;
-  EXPECT_THAT(r.stderr_text, HasSubstr("--attestation-roots is required"));
+  // The one shape every refusal has (docs/SERVICE.md, "Refusing to start").
+  std::vector<nlohmann::json> lines = JsonLines(r.stderr_text, NonJsonLines::kSkip);
+  ASSERT_EQ(lines.size(), 1u) << r.stderr_text;
+  EXPECT_EQ(lines[0].value("level", ""), "ERROR");
+  EXPECT_EQ(lines[0].value("msg", ""), "refusing to start");
+  EXPECT_THAT(lines[0].value("error", ""), HasSubstr("--attestation-roots is required"));
 }
 
 TEST(LiveServiceCliTest, HelpListsEveryFlag) {
