@@ -23,13 +23,9 @@
 #include <string_view>
 #include <vector>
 
-#include "common/log.h"
 #include "common/text.h"
+#include "fixed_service.h"
 #include "fuzz_util.h"
-#include "service/component_store.h"
-#include "service/live_patching_service.h"
-#include "service/metrics.h"
-#include "service/node_identity.h"
 #include "service/rollout.h"
 
 using namespace hotfix;
@@ -46,40 +42,6 @@ constexpr char kFile[] = R"({"hotfixes":{"202604.01":"202604.01.3"},"rollouts":[
   "steps":[{"at":"2020-01-01T00:00:00Z","percent":50}]}]})";
 constexpr char kBaseAnswer[] = R"({"hotfixes":{"202604.01":"202604.01.3"}})";
 constexpr char kRolloutAnswer[] = R"({"hotfixes":{"202604.01":"202604.01.4"}})";
-
-class FixedStore : public ComponentStore {
- public:
-  FixedStore() {
-    auto snapshot = std::make_shared<StoreSnapshot>();
-    snapshot->generation = 1;
-    auto parsed = ParseComponentConfig("aksNodeController", kFile);
-    FUZZ_CHECK(parsed.ok());
-    snapshot->components["aksNodeController"] =
-        std::make_shared<const ComponentConfig>(std::move(parsed).value());
-    snapshot_ = snapshot;
-  }
-  std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
-
- private:
-  std::shared_ptr<const StoreSnapshot> snapshot_;
-};
-
-struct World {
-  FixedStore store;
-  // Development mode: a cluster cohort still applies (docs/ROLLOUTS.md, "Development mode").
-  std::unique_ptr<Authenticator> auth = NewInsecureAnyTokenAuthenticator();
-  std::unique_ptr<Metrics> metrics = NewNoopMetrics();
-  std::unique_ptr<LivePatchingServiceImpl> service;
-
-  World() {
-    LivePatchingServiceOptions options;
-    options.authenticator = auth.get();
-    options.store = &store;
-    options.metrics = metrics.get();
-    options.access_log = &NullLogger();
-    service = std::make_unique<LivePatchingServiceImpl>(std::move(options));
-  }
-};
 
 // `*` is any run of characters, everything else itself, the whole host: the textbook table
 // over (pattern prefix, host prefix), quadratic where the product's matcher is linear.
@@ -124,7 +86,9 @@ constexpr size_t kMaxReferenceHost = 1024;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static World* world = new World();  // never destroyed: libFuzzer exits without unwinding
+  // Never destroyed: libFuzzer exits without unwinding. Development mode: a cluster cohort
+  // still applies (docs/ROLLOUTS.md, "Development mode").
+  static FixedService* world = new FixedService({{"aksNodeController", kFile}});
   std::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t nul = input.find('\0');
   const std::string_view authority = input.substr(0, nul);

@@ -22,38 +22,15 @@
 #include <vector>
 
 #include "common/log.h"
+#include "fixed_service.h"
 #include "fuzz_util.h"
 #include "service/component_store.h"
 #include "service/live_patching_service.h"
-#include "service/metrics.h"
-#include "service/node_identity.h"
-#include "service/rate_limiter.h"
 
 using namespace hotfix;
 using namespace hotfix::service;
 
 namespace {
-
-class FixedStore : public ComponentStore {
- public:
-  FixedStore() {
-    auto snapshot = std::make_shared<StoreSnapshot>();
-    snapshot->generation = 1;
-    for (const auto& [component, text] :
-         {std::pair<std::string, std::string>{"aksNodeController",
-                                              R"({"hotfixes":{"202604.01":"202604.01.3"}})"},
-          {"other.component-1_x", "{}"}}) {
-      auto parsed = ParseComponentConfig(component, text);
-      snapshot->components[component] =
-          std::make_shared<const ComponentConfig>(std::move(parsed).value());
-    }
-    snapshot_ = snapshot;
-  }
-  std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
-
- private:
-  std::shared_ptr<const StoreSnapshot> snapshot_;
-};
 
 // The spec of a component name, written independently of the implementation.
 bool NameMatchesSpec(std::string_view name) {
@@ -66,26 +43,13 @@ bool NameMatchesSpec(std::string_view name) {
   return true;
 }
 
-struct World {
-  FixedStore store;
-  std::unique_ptr<Authenticator> auth = NewInsecureAnyTokenAuthenticator();
-  std::unique_ptr<Metrics> metrics = NewNoopMetrics();
-  std::unique_ptr<LivePatchingServiceImpl> service;
-
-  World() {
-    LivePatchingServiceOptions options;
-    options.authenticator = auth.get();
-    options.store = &store;
-    options.metrics = metrics.get();
-    options.access_log = &NullLogger();
-    service = std::make_unique<LivePatchingServiceImpl>(std::move(options));
-  }
-};
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static World* world = new World();  // never destroyed: libFuzzer exits without unwinding
+  // Never destroyed: libFuzzer exits without unwinding.
+  static FixedService* world =
+      new FixedService({{"aksNodeController", R"({"hotfixes":{"202604.01":"202604.01.3"}})"},
+                        {"other.component-1_x", "{}"}});
   std::string_view input(reinterpret_cast<const char*>(data), size);
 
   std::vector<std::string_view> fields;
