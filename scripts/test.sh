@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what it needs, builds with ASan+UBSan and -Werror, runs every
-# test (unit and integration: the service under libgrpc++ and grpc-go clients and attack,
-# real HAProxy and nginx, real certificates) in CTest;
+# The test command: installs what it needs, checks the formatting, builds with ASan+UBSan and
+# -Werror, runs every test (unit and integration: the service under libgrpc++ and grpc-go
+# clients and attack, real HAProxy and nginx, real certificates) in CTest;
 # then the service's tests again under ThreadSanitizer, the soak's short form (the service
 # under load through HAProxy while its store reloads and hundreds of idle and slow connections
 # are held), and every fuzz target briefly (docs/RELIABILITY.md).
@@ -11,6 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+# The tree is clang-formatted (.clang-format): a file that is not fails here, before the builds.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git ls-files -z '*.cc' '*.h' '*.c' | xargs -0 clang-format --dry-run --Werror
+fi
 build=${BUILD_DIR:-build/test}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DHOTFIX_SANITIZE=ON -DHOTFIX_WERROR=ON -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
