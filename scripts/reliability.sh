@@ -45,15 +45,10 @@ faults() {
     scripts/test.sh -R 'FaultMatrix|ServiceBadInput'
 }
 
-# The ASan+UBSan build scripts/test.sh makes; with targets, only those.
-build_asan() {
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-    -DHOTFIX_SANITIZE=ON -DHOTFIX_WERROR=ON -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-  ninja -C "$build" -j"$(nproc)" "$@"
-}
+source scripts/lib/asan_build.sh
 
 crash() {
-  build_asan crash_consistency_test hotfix-agent
+  asan_build "$build" crash_consistency_test hotfix-agent
   CRASH_FULL=1 LP_BIN_DIR="$PWD/$build/bin" LP_SOURCE_DIR="$PWD" \
     "$build/tests/crash_consistency_test"
   echo "figures: grep '\[crash\]' $out/crash.log"
@@ -64,11 +59,13 @@ soak() { SOAK_SECONDS=${SOAK_SECONDS:-180} bench/soak.sh; }
 fuzz() { scripts/fuzz.sh; }
 
 load() {
-  build_asan
+  asan_build "$build"
   # As many CPU hogs as cores at the tests' own priority, so every test runs at about half
-  # speed and is preempted anywhere; plus fsync-heavy I/O and memory churn.
+  # speed and is preempted anywhere; plus fsync-heavy I/O and memory churn. Stopped however
+  # this part ends (an interrupt included).
   stress-ng --cpu "$(nproc)" --io 1 --vm 1 --vm-bytes 10% --quiet &
   local stress=$! rounds=${LOAD_ROUNDS:-3} r
+  trap "kill $stress 2>/dev/null || true" EXIT
   : >"$out/load-failed.txt"
   for ((r = 1; r <= rounds; r++)); do
     echo "load: round $r of $rounds, load average $(cut -d' ' -f1 /proc/loadavg)"

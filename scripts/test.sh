@@ -16,9 +16,8 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   git ls-files -z '*.cc' '*.h' '*.c' | xargs -0 clang-format --dry-run --Werror
 fi
 build=${BUILD_DIR:-build/test}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DHOTFIX_SANITIZE=ON -DHOTFIX_WERROR=ON -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-ninja -C "$build" -j"$(nproc)"
+source scripts/lib/asan_build.sh
+asan_build "$build"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300 "$@"

@@ -17,7 +17,6 @@
 //   the rollout's exactly when the reference matcher and the bucket put the cluster inside.
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>

@@ -2,22 +2,29 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace hotfix::testsupport {
 
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
+namespace {
+
+std::string ReadAll(std::ifstream& in) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
+}  // namespace
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return in ? ReadAll(in) : std::string();
+}
+
 std::string ReadFileOrThrow(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ReadAll(in);
 }
 
 std::vector<nlohmann::json> JsonLines(std::string_view text, NonJsonLines non_json) {
