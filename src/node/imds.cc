@@ -1,9 +1,11 @@
 #include "node/imds.h"
 
+#include <algorithm>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "common/host_port.h"
 #include "common/text.h"
@@ -22,12 +24,17 @@ constexpr milliseconds kHeaderTimeout{1000};  // after connecting, as Go's Respo
 constexpr milliseconds kCancelPoll{50};       // how soon a cancelled fetch notices
 constexpr size_t kMaxBodyBytes = 1 << 20;
 constexpr size_t kMaxHeaderBytes = 16 * 1024;
+// Bytes Beast holds back once the headers are read: a chunk's size line with its extensions,
+// or the last chunk with its trailers. Beast 1.74 bounds neither; Beast's header cap is ours.
+constexpr size_t kMaxChunkFramingBytes = kMaxHeaderBytes;
 
 struct HttpUrl {
   std::string host;  // without brackets
   uint16_t port = 80;
   std::string target;  // path and query
 };
+
+using Parser = http::response_parser<http::string_body>;
 
 // Boost 1.74 has no URL parser and this takes only what an IMDS URL looks like:
 // http://host[:port][/path][?query], no userinfo, no fragment.
@@ -80,13 +87,68 @@ std::string RequestBytes(const HttpUrl& url) {
   return out.str();
 }
 
+// True when Beast 1.74 must not be given `pending` yet: a chunked body whose first chunk is
+// the last, "0\r\n" given alone and then one byte more, trips the assertion `n >= 5` in
+// parse_chunk_header (boost/beast/http/impl/basic_parser.ipp), which assumes a CRLF before the
+// chunk. Four such bytes cannot end the message ("0\r\n\r\n" is five), so waiting for more
+// changes no outcome: a build without asserts answers need_more here too.
+bool TripsBeastFinalChunkAssert(const Parser& parser, const std::string& pending) {
+  return parser.is_header_done() && parser.chunked() && pending.size() == 4 &&
+         pending.compare(0, 3, "0\r\n") == 0;
+}
+
+Status FromBeast(boost::beast::error_code ec) {
+  if (!ec) return Status::Ok();
+  if (ec == http::error::body_limit) {
+    return Status::InvalidArgument("imds response body exceeds " + std::to_string(kMaxBodyBytes) +
+                                   " bytes");
+  }
+  if (ec == http::error::header_limit) {
+    return Status::InvalidArgument("imds response headers exceed " +
+                                   std::to_string(kMaxHeaderBytes) + " bytes");
+  }
+  return Status::Unavailable("malformed HTTP response: " + ec.message());
+}
+
+// Gives Beast what it has not consumed yet (`pending`: it wants those bytes again with more).
+Status PutPending(Parser& parser, std::string& pending) {
+  while (!pending.empty() && !parser.is_done()) {
+    if (TripsBeastFinalChunkAssert(parser, pending)) return Status::Ok();
+    boost::beast::error_code ec;
+    size_t used = parser.put(boost::asio::buffer(pending.data(), pending.size()), ec);
+    pending.erase(0, used);
+    if (ec == http::error::need_more) return Status::Ok();
+    if (ec) return FromBeast(ec);
+  }
+  return Status::Ok();
+}
+
+// Feeds `data` to Beast holding at most the cap unconsumed, so that a chunk line or trailer
+// section longer than the cap is refused however the peer's bytes split into reads. Beast holds
+// the headers under the same cap itself (its header_limit answers first).
+Status Feed(Parser& parser, std::string& pending, std::string_view data) {
+  while (!data.empty() && !parser.is_done()) {
+    size_t room = kMaxChunkFramingBytes - pending.size();
+    pending.append(data.substr(0, room));
+    data.remove_prefix(std::min(room, data.size()));
+    Status put = PutPending(parser, pending);
+    if (!put.ok()) return put;
+    if (pending.size() >= kMaxChunkFramingBytes) {  // full, and Beast wants more
+      return Status::InvalidArgument(
+          std::string(parser.is_header_done() ? "imds response chunk line or trailers exceed "
+                                              : "imds response headers exceed ") +
+          std::to_string(kMaxChunkFramingBytes) + " bytes");
+    }
+  }
+  return Status::Ok();
+}
+
 // Reads until the response is complete, the peer closes, the deadline passes or the fetch is
 // cancelled. Beast parses; we only move bytes.
-Status ReadResponse(wire::ByteStream& stream, http::response_parser<http::string_body>& parser,
-                    Deadline header_deadline, Deadline attempt,
-                    const std::atomic<bool>& cancelled) {
+Status ReadResponse(wire::ByteStream& stream, Parser& parser, Deadline header_deadline,
+                    Deadline attempt, const std::atomic<bool>& cancelled) {
   char buf[16384];
-  std::string pending;  // bytes Beast has not consumed yet: it wants them again with more
+  std::string pending;
   while (!parser.is_done()) {
     Deadline phase = parser.is_header_done() ? attempt : header_deadline;
     if (cancelled) return Status::Unavailable("imds request cancelled");
@@ -101,33 +163,17 @@ Status ReadResponse(wire::ByteStream& stream, http::response_parser<http::string
                                                 std::to_string(kHeaderTimeout.count()) + " ms");
     }
     if (!n.ok()) return n.status();
+    if (*n > 0) {
+      Status fed = Feed(parser, pending, std::string_view(buf, *n));
+      if (!fed.ok()) return fed;
+      continue;
+    }
+    // Beast requires input before put_eof (an assertion aborts a build with asserts on).
+    if (!parser.got_some()) return Status::Unavailable("connection closed before any response");
     boost::beast::error_code ec;
-    if (*n == 0) {
-      // Beast requires input before put_eof (an assertion aborts a build with asserts on).
-      if (!parser.got_some()) return Status::Unavailable("connection closed before any response");
-      parser.put_eof(ec);
-    } else {
-      pending.append(buf, *n);
-      while (!pending.empty() && !parser.is_done()) {
-        size_t used = parser.put(boost::asio::buffer(pending.data(), pending.size()), ec);
-        pending.erase(0, used);
-        if (ec == http::error::need_more) {
-          ec = {};
-          break;
-        }
-        if (ec) break;
-      }
-    }
-    if (ec == http::error::body_limit) {
-      return Status::InvalidArgument("imds response body exceeds " + std::to_string(kMaxBodyBytes) +
-                                     " bytes");
-    }
-    if (ec == http::error::header_limit) {
-      return Status::InvalidArgument("imds response headers exceed " +
-                                     std::to_string(kMaxHeaderBytes) + " bytes");
-    }
-    if (ec) return Status::Unavailable("malformed HTTP response: " + ec.message());
-    if (*n == 0 && !parser.is_done()) return Status::Unavailable("connection closed early");
+    parser.put_eof(ec);
+    if (ec) return FromBeast(ec);
+    if (!parser.is_done()) return Status::Unavailable("connection closed early");
   }
   return Status::Ok();
 }
@@ -155,7 +201,7 @@ StatusOr<Secret> ParseAttestedDocument(std::string_view body) {
 StatusOr<Secret> ReadAttestedResponse(wire::ByteStream& stream, Deadline header_deadline,
                                       Deadline attempt, const std::atomic<bool>& cancelled,
                                       const std::string& what) {
-  http::response_parser<http::string_body> parser;
+  Parser parser;
   parser.header_limit(kMaxHeaderBytes);
   parser.body_limit(kMaxBodyBytes);
   // Not eager: Boost 1.74's parser skips the Content-Length body_limit check when eager.
