@@ -1,9 +1,10 @@
 // grpcgo-client: the benchmark peer for hotfix-agent. It reproduces AgentBaker's Go
-// `aks-node-controller check-hotfix` (reference §1.2-§1.10) as closely as Debian 12's
-// grpc-go 1.33 allows, so that bench/client_bench.sh compares two programs doing the same
-// work: read the node config, fetch the IMDS attested document, dial the live-patching
-// service through the ALPN-routing proxy, call GetComponentConfig, stage the pointer with a
-// read-modify-write, write one guest-agent event and JSON log lines.
+// `aks-node-controller check-hotfix` (checkHotfix in aks-node-controller/checkhotfix.go and
+// what it calls) as closely as Debian 12's grpc-go 1.33 allows, so that bench/client_bench.sh
+// compares two programs doing the same work: read the node config, fetch the IMDS attested
+// document, dial the live-patching service through the ALPN-routing proxy, call
+// GetComponentConfig, stage the pointer with a read-modify-write, write one guest-agent event
+// and JSON log lines.
 //
 // Deliberate differences from the reference, and why they do not favour hotfix-agent:
 //   - grpc.DialContext (non-blocking, like NewClient's lazy connect) instead of

@@ -32,18 +32,15 @@ CheckHotfixResult Succeeded(Outcome outcome, std::optional<HotfixPointer> staged
 CheckHotfixResult Stage(const CheckHotfixOptions& options, const HotfixMap& hotfixes,
                         Outcome on_hit, Outcome on_miss, const char* write_error_prefix,
                         Logger& log) {
-  HotfixPointer staged;
-  if (options.dry_run) {
-    staged = PlanStagedPointer(options.pointer_path, hotfixes, log);
-  } else {
-    auto written =
-        StageHotfixes(options.pointer_path, hotfixes,
-                      Deadline::After(std::chrono::milliseconds(options.lock_timeout_ms)), log);
-    if (!written.ok()) return Failed(written.status().Annotate(write_error_prefix));
-    staged = std::move(*written);
-  }
-  Outcome outcome = ResolveVersion(staged, options.current_version, log).empty() ? on_miss : on_hit;
-  return Succeeded(outcome, std::move(staged));
+  auto staged =
+      options.dry_run
+          ? PlanStagedPointer(options.pointer_path, hotfixes, log)
+          : StageHotfixes(options.pointer_path, hotfixes,
+                          Deadline::After(std::chrono::milliseconds(options.lock_timeout_ms)), log);
+  if (!staged.ok()) return Failed(staged.status().Annotate(write_error_prefix));
+  Outcome outcome =
+      ResolveVersion(*staged, options.current_version, log).empty() ? on_miss : on_hit;
+  return Succeeded(outcome, std::move(*staged));
 }
 
 CheckHotfixResult FallBackToColdStart(const CheckHotfixOptions& options,

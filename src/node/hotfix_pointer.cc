@@ -6,12 +6,6 @@
 #include "node/go_json.h"
 
 namespace hotfix::node {
-namespace {
-
-// The pointer is a few hundred bytes; anything near this is not a pointer.
-constexpr size_t kMaxPointerBytes = size_t{1} << 20;
-
-}  // namespace
 
 StatusOr<HotfixPointer> ParseHotfixPointer(std::string_view json) {
   std::string_view trimmed = TrimSpaceLikeGo(json);

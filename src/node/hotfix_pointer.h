@@ -3,6 +3,7 @@
 // it. Shape: {"version":"…","scripts_version":"…","hotfixes":{"YYYYMM.DD":"YYYYMM.DD.PATCH"}}.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -13,6 +14,10 @@
 namespace hotfix::node {
 
 using HotfixMap = std::map<std::string, std::string>;  // sorted: serialised in key order
+
+// The largest pointer file ReadHotfixPointer reads. A pointer is a few hundred bytes; anything
+// near this is not a pointer, and staging refuses to write what this would refuse to read.
+inline constexpr size_t kMaxPointerBytes = size_t{1} << 20;
 
 struct HotfixPointer {
   std::string version;          // legacy single target

@@ -27,13 +27,14 @@ constexpr mode_t kNewPointerMode = 0644;
 
 StatusOr<HotfixPointer> WritePlanned(const std::string& path, const HotfixMap& hotfixes,
                                      Logger& log) {
-  HotfixPointer planned = PlanStagedPointer(path, hotfixes, log);
+  StatusOr<HotfixPointer> planned = PlanStagedPointer(path, hotfixes, log);
+  if (!planned.ok()) return planned;
   AtomicWriteOptions options;
   options.mode = ExistingMode(path).value_or(kNewPointerMode);
   options.temp_prefix = kPointerTempPrefix;
   // rename(2) replaces the path itself: a symlink there (dangling or not) becomes a regular
   // file and its target is left alone, as with the reference's os.Rename.
-  const std::string bytes = SerializeHotfixPointer(planned);
+  const std::string bytes = SerializeHotfixPointer(*planned);
   // A node that reboots usually gets the answer it already staged: leave the file, and the
   // disk, alone.
   auto current = ReadFileToString(path, bytes.size() + 1);
@@ -50,7 +51,8 @@ StatusOr<HotfixPointer> WritePlanned(const std::string& path, const HotfixMap& h
 
 }  // namespace
 
-HotfixPointer PlanStagedPointer(const std::string& path, const HotfixMap& hotfixes, Logger& log) {
+StatusOr<HotfixPointer> PlanStagedPointer(const std::string& path, const HotfixMap& hotfixes,
+                                          Logger& log) {
   HotfixPointer planned;
   StatusOr<HotfixPointer> existing = ReadHotfixPointer(path);
   if (existing.ok()) {
@@ -63,6 +65,12 @@ HotfixPointer PlanStagedPointer(const std::string& path, const HotfixMap& hotfix
         {{"path", path}, {"error", existing.status()}});
   }
   planned.hotfixes = hotfixes;
+  const size_t bytes = SerializeHotfixPointer(planned).size();
+  if (bytes > kMaxPointerBytes) {
+    return Status::InvalidArgument("hotfix pointer would be " + std::to_string(bytes) +
+                                   " bytes; download-hotfix reads at most " +
+                                   std::to_string(kMaxPointerBytes));
+  }
   return planned;
 }
 

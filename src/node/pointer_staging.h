@@ -17,8 +17,11 @@ inline constexpr char kPointerTempPrefix[] = ".aks-node-controller-hotfix-";
 
 // What the pointer file would hold after staging `hotfixes`, without writing anything. An
 // unreadable or invalid existing file logs WARN "could not read existing hotfix pointer;
-// version/scripts_version will not be preserved" and carries nothing over.
-HotfixPointer PlanStagedPointer(const std::string& path, const HotfixMap& hotfixes, Logger& log);
+// version/scripts_version will not be preserved" and carries nothing over. A plan that
+// serialises to more than kMaxPointerBytes (escaping can make it 6 times the served bytes) is
+// refused: "hotfix pointer would be N bytes; download-hotfix reads at most 1048576".
+StatusOr<HotfixPointer> PlanStagedPointer(const std::string& path, const HotfixMap& hotfixes,
+                                          Logger& log);
 
 // Plans under the folder lock and writes; returns what was written. Logs INFO "staged hotfix
 // pointer for download-hotfix" with path. On an error the pointer is untouched; callers

@@ -83,6 +83,9 @@ StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, const TrustAnchors& anc
   // A TCP close without close_notify reads as end of stream, as in Go; HTTP/2 framing
   // detects a truncated response by itself.
   SSL_CTX_set_options(ctx.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
+  // HTTP/2 forbids renegotiation (RFC 7540 §9.2.1) and Go's client never renegotiates: a TLS
+  // 1.2 server asking for one gets a no_renegotiation alert instead of more handshakes.
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION);
 
   X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());  // empty: no system roots
   for (const X509Ptr& cert : anchors) {

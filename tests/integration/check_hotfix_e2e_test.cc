@@ -155,9 +155,10 @@ TEST_F(CheckHotfixE2eTest, StagesTheServedMapThroughTheAlpnRoute) {
   EXPECT_EQ(stack_.apiserver.accepted_count(), 0u);
 }
 
-// The launcher's order (reference §5): check-hotfix stages, download-hotfix reads what was
-// staged. download-hotfix's dry run shows the served map (not the preserved legacy version)
-// decides, and that scripts_version survived the read-modify-write to gate the scripts hotfix.
+// The launcher's order (AgentBaker's aks-node-controller-launcher.sh): check-hotfix stages,
+// download-hotfix reads what was staged. download-hotfix's dry run shows the served map (not the
+// preserved legacy version) decides, and that scripts_version survived the read-modify-write to
+// gate the scripts hotfix.
 TEST_F(CheckHotfixE2eTest, DownloadHotfixActsOnWhatCheckHotfixStaged) {
   dir_.Write("hotfix.json", kPreSeeded);
   ExpectFailOpen(Run(), "lpsRead");

@@ -1,4 +1,5 @@
-// The check-hotfix workflow against a scripted fetcher: reference §1.14 and §1.15's taxonomy.
+// The check-hotfix workflow against a scripted fetcher: the outcome table of docs/CHECK-HOTFIX.md,
+// which AgentBaker's aks-node-controller/checkhotfix_test.go and checkhotfix_grpc_test.go test.
 #include "node/check_hotfix.h"
 
 #include <dirent.h>
@@ -269,6 +270,22 @@ TEST_F(CheckHotfixTest, DryRunReportsThePointerAndWritesNothing) {
   EXPECT_EQ(r.staged->hotfixes.at("202604.01"), "202604.01.9");
   EXPECT_EQ(ReadFile(options_.pointer_path), kPreSeeded);
   EXPECT_TRUE(Events().empty());
+}
+
+// A served map whose pointer download-hotfix could not read is a failed run that leaves the
+// staged pointer alone, and dry run says so too.
+TEST_F(CheckHotfixTest, AServedMapTooLargeToStageFailsAndKeepsThePointer) {
+  WriteAll(options_.pointer_path, kPreSeeded);
+  const std::string served =
+      R"({"hotfixes":{"202604.01":")" + std::string(200 * 1024, '<') + R"("}})";
+  for (bool dry_run : {true, false}) {
+    options_.dry_run = dry_run;
+    auto r = Run(ScriptedFetcher::Config(served));
+    EXPECT_EQ(r.outcome, Outcome::kFailed) << dry_run;
+    EXPECT_THAT(r.error.message(), HasSubstr("writing hotfix config: hotfix pointer would be 1"))
+        << dry_run;
+    EXPECT_EQ(ReadFile(options_.pointer_path), kPreSeeded);
+  }
 }
 
 TEST_F(CheckHotfixTest, CommandSuccessWritesOneInformationalEvent) {

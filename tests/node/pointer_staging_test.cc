@@ -290,11 +290,13 @@ TEST(StageHotfixesTest, WaitsForTheFolderLockOnlyUntilTheDeadline) {
 TEST(PlanStagedPointerTest, PlansWithoutWriting) {
   TempDir dir;
   const std::string path = dir.Write("hotfix.json", kSeeded);
-  HotfixPointer plan = PlanStagedPointer(path, {{"202605.01", "202605.01.2"}}, NullLogger());
-  EXPECT_EQ(plan, (HotfixPointer{"202604.01.5", "202604.01.7", {{"202605.01", "202605.01.2"}}}));
+  auto plan = PlanStagedPointer(path, {{"202605.01", "202605.01.2"}}, NullLogger());
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(*plan, (HotfixPointer{"202604.01.5", "202604.01.7", {{"202605.01", "202605.01.2"}}}));
   EXPECT_EQ(ReadFile(path), kSeeded);
-  HotfixPointer fresh = PlanStagedPointer(dir.File("none.json"), {}, NullLogger());
-  EXPECT_EQ(fresh, HotfixPointer{});
+  auto fresh = PlanStagedPointer(dir.File("none.json"), {}, NullLogger());
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(*fresh, HotfixPointer{});
   EXPECT_FALSE(fs::exists(dir.File("none.json")));
 }
 
@@ -302,12 +304,52 @@ TEST(PlanStagedPointerTest, UnreadableExistingFileWarns) {
   TempDir dir;
   CapturedLog log;
   fs::create_directory(dir.File("hotfix.json"));
-  HotfixPointer plan = PlanStagedPointer(dir.File("hotfix.json"), {{"a", "b"}}, log.logger());
-  EXPECT_EQ(plan, (HotfixPointer{"", "", {{"a", "b"}}}));
+  auto plan = PlanStagedPointer(dir.File("hotfix.json"), {{"a", "b"}}, log.logger());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(*plan, (HotfixPointer{"", "", {{"a", "b"}}}));
   std::vector<Json> lines = log.Lines();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0]["level"], "WARN");
   EXPECT_THAT(lines[0]["error"].get<std::string>(), HasSubstr("Is a directory"));
+}
+
+// Found by review: a served map that serialises past the reader's cap (Go's escaping makes
+// '<' six bytes) was staged, and download-hotfix then refused the file it had been given.
+// Staging now refuses it instead, and the staged pointer stays as it was.
+TEST(StageHotfixesTest, APointerTheReaderWouldRefuseIsNotWritten) {
+  TempDir dir;
+  const std::string path = dir.Write("hotfix.json", kSeeded);
+  const HotfixMap huge = {{"202605.01", std::string(200 * 1024, '<')}};  // 1.2 MB escaped
+  auto plan = PlanStagedPointer(path, huge, NullLogger());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(),
+              testing::MatchesRegex("hotfix pointer would be [0-9]+ bytes; download-hotfix reads "
+                                    "at most 1048576"));
+  auto staged = StageHotfixes(path, huge, Soon(), NullLogger());
+  ASSERT_FALSE(staged.ok());
+  EXPECT_EQ(staged.status().message(), plan.status().message());
+  EXPECT_EQ(ReadFile(path), kSeeded);
+}
+
+// The writer's cap and the reader's are the same number: a pointer of exactly kMaxPointerBytes
+// is staged and read back whole.
+TEST(StageHotfixesTest, APointerOfExactlyTheCapIsStagedAndReadBack) {
+  TempDir dir;
+  const std::string path = dir.File("hotfix.json");
+  HotfixMap map = {{"202605.01", ""}};
+  const size_t frame = SerializeHotfixPointer(HotfixPointer{"", "", map}).size();
+  map["202605.01"] = std::string(kMaxPointerBytes - frame, 'a');
+  auto staged = StageHotfixes(path, map, Soon(), NullLogger());
+  ASSERT_TRUE(staged.ok()) << staged.status().message();
+  EXPECT_EQ(ReadFile(path).size(), kMaxPointerBytes);
+  auto read = ReadHotfixPointer(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->hotfixes, map);
+
+  map["202605.01"] += "a";
+  EXPECT_FALSE(StageHotfixes(path, map, Soon(), NullLogger()).ok());
+  EXPECT_EQ(ReadFile(path).size(), kMaxPointerBytes);
 }
 
 }  // namespace

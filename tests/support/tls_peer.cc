@@ -102,6 +102,10 @@ ossl::SslCtxPtr MakeContext(const TlsPeerOptions& options) {
     case TlsPeerMode::kSelectH2Silent:
       SSL_CTX_set_alpn_select_cb(ctx.get(), SelectH2, nullptr);
       break;
+    case TlsPeerMode::kSelectH2Tls12:
+      SSL_CTX_set_max_proto_version(ctx.get(), TLS1_2_VERSION);
+      SSL_CTX_set_alpn_select_cb(ctx.get(), SelectH2, nullptr);
+      break;
   }
   return ctx;
 }
@@ -136,6 +140,10 @@ void AfterHandshake(TlsPeerAfterHandshake after, SSL* ssl, int fd) {
     case TlsPeerAfterHandshake::kCloseNotify:
       SSL_shutdown(ssl);
       return;
+    case TlsPeerAfterHandshake::kRenegotiate:
+      ossl::Check(SSL_renegotiate(ssl) == 1, "SSL_renegotiate");
+      if (SSL_do_handshake(ssl) != 1) return;  // sends the HelloRequest
+      return DrainTlsUntilClosed(ssl);
     case TlsPeerAfterHandshake::kReset: {
       linger abort_on_close{1, 0};
       setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof(abort_on_close));

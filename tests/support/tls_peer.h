@@ -40,6 +40,8 @@ enum class TlsPeerMode {
   // Selects "h2" when offered (no ALPN otherwise) and completes TLS, then never sends
   // HTTP/2: no SETTINGS, no response. Also the apiserver stand-in for routing tests.
   kSelectH2Silent,
+  // kSelectH2Silent, at most TLS 1.2 (the last version with renegotiation).
+  kSelectH2Tls12,
 };
 
 // What a peer does once its handshake succeeded ("stays silent" above is kDrain).
@@ -48,6 +50,10 @@ enum class TlsPeerAfterHandshake {
   kEcho,         // writes back every byte it reads
   kCloseNotify,  // sends close_notify, then closes the connection
   kReset,        // resets the TCP connection (SO_LINGER 0, then close), no close_notify
+  // Asks for a renegotiation (a TLS 1.2 HelloRequest), then reads: a client that refuses
+  // answers with an alert, which ends the connection; one that renegotiates leaves both ends
+  // waiting for data until the client closes.
+  kRenegotiate,
 };
 
 struct TlsPeerOptions {

@@ -485,6 +485,25 @@ TEST(TlsStream, ReadTimesOut) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
 }
 
+// HTTP/2 forbids renegotiation after the preface (RFC 7540 §9.2.1) and Go's client refuses it:
+// so does ours, or a TLS 1.2 server could make it redo handshakes for as long as the call's
+// deadline. Refused, the server's request is answered with an alert that ends the connection
+// at once; accepted, both ends would wait for data until the read's deadline.
+TEST(TlsStream, ARenegotiationIsRefused) {
+  TlsPeer server(
+      Serving(TestPki().leaf, TlsPeerMode::kSelectH2Tls12, TlsPeerAfterHandshake::kRenegotiate));
+  auto stream = DialTls(Options(server.port()), Deadline::After(5s));
+  ASSERT_TRUE(stream.ok()) << Describe(stream);
+  EXPECT_EQ(OnlyConnection(server).protocol_version, "TLSv1.2");
+  char buf[64];
+  auto n = (*stream)->ReadSome(buf, sizeof(buf), Deadline::After(20s));
+  if (n.ok()) {
+    EXPECT_EQ(*n, 0u);  // the server closed after the alert
+  } else {
+    EXPECT_EQ(n.status().code(), Status::Code::kUnavailable) << n.status().message();
+  }
+}
+
 TEST(TlsStream, ResetIsUnavailableAndNeverRaisesSigpipe) {
   TlsPeer server(
       Serving(TestPki().leaf, TlsPeerMode::kSelectH2Silent, TlsPeerAfterHandshake::kReset));
