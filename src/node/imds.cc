@@ -134,10 +134,9 @@ Status Feed(Parser& parser, std::string& pending, std::string_view data) {
     Status put = PutPending(parser, pending);
     if (!put.ok()) return put;
     if (pending.size() >= kMaxChunkFramingBytes) {  // full, and Beast wants more
-      return Status::InvalidArgument(
-          std::string(parser.is_header_done() ? "imds response chunk line or trailers exceed "
-                                              : "imds response headers exceed ") +
-          std::to_string(kMaxChunkFramingBytes) + " bytes");
+      if (!parser.is_header_done()) return FromBeast(http::error::header_limit);
+      return Status::InvalidArgument("imds response chunk line or trailers exceed " +
+                                     std::to_string(kMaxChunkFramingBytes) + " bytes");
     }
   }
   return Status::Ok();

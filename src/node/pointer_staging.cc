@@ -25,53 +25,64 @@ std::optional<std::string> SymlinkTarget(const std::string& path) {
 // writes it 0600 and a rewrite must not loosen or tighten that.
 constexpr mode_t kNewPointerMode = 0644;
 
+// The plan and its bytes: the size check and the write serialise once.
+struct Plan {
+  HotfixPointer pointer;
+  std::string bytes;
+};
+
+StatusOr<Plan> MakePlan(const std::string& path, const HotfixMap& hotfixes, Logger& log) {
+  Plan plan;
+  StatusOr<HotfixPointer> existing = ReadHotfixPointer(path);
+  if (existing.ok()) {
+    // Only these two survive; hotfixes is replaced whole and unknown keys are dropped.
+    plan.pointer.version = existing->version;
+    plan.pointer.scripts_version = existing->scripts_version;
+  } else {
+    log.Warn(
+        "could not read existing hotfix pointer; version/scripts_version will not be preserved",
+        {{"path", path}, {"error", existing.status()}});
+  }
+  plan.pointer.hotfixes = hotfixes;
+  plan.bytes = SerializeHotfixPointer(plan.pointer);
+  if (plan.bytes.size() > kMaxPointerBytes) {
+    return Status::InvalidArgument("hotfix pointer would be " + std::to_string(plan.bytes.size()) +
+                                   " bytes; download-hotfix reads at most " +
+                                   std::to_string(kMaxPointerBytes));
+  }
+  return plan;
+}
+
 StatusOr<HotfixPointer> WritePlanned(const std::string& path, const HotfixMap& hotfixes,
                                      Logger& log) {
-  StatusOr<HotfixPointer> planned = PlanStagedPointer(path, hotfixes, log);
-  if (!planned.ok()) return planned;
+  StatusOr<Plan> plan = MakePlan(path, hotfixes, log);
+  if (!plan.ok()) return plan.status();
   AtomicWriteOptions options;
   options.mode = ExistingMode(path).value_or(kNewPointerMode);
   options.temp_prefix = kPointerTempPrefix;
-  // rename(2) replaces the path itself: a symlink there (dangling or not) becomes a regular
-  // file and its target is left alone, as with the reference's os.Rename.
-  const std::string bytes = SerializeHotfixPointer(*planned);
   // A node that reboots usually gets the answer it already staged: leave the file, and the
   // disk, alone.
-  auto current = ReadFileToString(path, bytes.size() + 1);
-  if (current.ok() && *current == bytes) return planned;
-  // Whoever put a link there meant something by it; the run must say that it is gone.
+  auto current = ReadFileToString(path, plan->bytes.size() + 1);
+  if (current.ok() && *current == plan->bytes) return std::move(plan->pointer);
+  // rename(2) replaces the path itself: a symlink there (dangling or not) becomes a regular
+  // file and its target is left alone, as with the reference's os.Rename. Whoever put a link
+  // there meant something by it; the run must say that it is gone.
   if (auto target = SymlinkTarget(path)) {
     log.Warn("hotfix pointer path is a symlink; replacing the link with a regular file",
              {{"path", path}, {"target", *target}});
   }
-  Status written = WriteFileAtomically(path, bytes, options);
+  Status written = WriteFileAtomically(path, plan->bytes, options);
   if (!written.ok()) return written;
-  return planned;
+  return std::move(plan->pointer);
 }
 
 }  // namespace
 
 StatusOr<HotfixPointer> PlanStagedPointer(const std::string& path, const HotfixMap& hotfixes,
                                           Logger& log) {
-  HotfixPointer planned;
-  StatusOr<HotfixPointer> existing = ReadHotfixPointer(path);
-  if (existing.ok()) {
-    // Only these two survive; hotfixes is replaced whole and unknown keys are dropped.
-    planned.version = existing->version;
-    planned.scripts_version = existing->scripts_version;
-  } else {
-    log.Warn(
-        "could not read existing hotfix pointer; version/scripts_version will not be preserved",
-        {{"path", path}, {"error", existing.status()}});
-  }
-  planned.hotfixes = hotfixes;
-  const size_t bytes = SerializeHotfixPointer(planned).size();
-  if (bytes > kMaxPointerBytes) {
-    return Status::InvalidArgument("hotfix pointer would be " + std::to_string(bytes) +
-                                   " bytes; download-hotfix reads at most " +
-                                   std::to_string(kMaxPointerBytes));
-  }
-  return planned;
+  StatusOr<Plan> plan = MakePlan(path, hotfixes, log);
+  if (!plan.ok()) return plan.status();
+  return std::move(plan->pointer);
 }
 
 StatusOr<HotfixPointer> StageHotfixes(const std::string& path, const HotfixMap& hotfixes,
