@@ -260,6 +260,7 @@ struct Flags {
   int tls_refresh_s = 10;
   int shutdown_grace_s = 10;
   int testing_response_delay_ms = 0;
+  std::string auto_halt_interval = "30s";
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -285,6 +286,12 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--rate-limit-per-node", f.rate_limit,
                  "N/s: calls per second per node (vmId), burst of one second (default: none)");
   app.add_option("--metrics-listen", c.metrics_listen, "ADDR:PORT for Prometheus /metrics");
+  app.add_option("--prometheus-url", c.prometheus_url,
+                 "http://HOST:PORT of the Prometheus that scrapes every replica: the evidence "
+                 "of rollouts with auto_halt (without it they are held; docs/ROLLOUTS.md)");
+  app.add_option("--auto-halt-interval", f.auto_halt_interval,
+                 "how often the evidence is read (1s to 1h)")
+      ->capture_default_str();
   app.add_option("--health-listen", c.health_listen,
                  "ADDR:PORT for plaintext gRPC health only (kubelet's grpc probe cannot do TLS)");
   auto* insecure = app.add_flag("--insecure-accept-any-token", c.insecure_accept_any_token,
@@ -366,6 +373,14 @@ int main(int argc, char** argv) {
     }
     config.rate_limit_per_node = *rate;
   }
+  auto interval = hotfix::service::ParseRolloutDuration(flags.auto_halt_interval);
+  if (!interval.ok() || *interval > std::chrono::hours(1)) {
+    log.Error("refusing to start", {{"error", "--auto-halt-interval: " +
+                                                  (interval.ok() ? std::string("longer than 1h")
+                                                                 : interval.status().message())}});
+    return 2;
+  }
+  config.auto_halt_interval = *interval;
   config.tls_refresh = std::chrono::seconds(flags.tls_refresh_s);
   config.shutdown_grace = std::chrono::seconds(flags.shutdown_grace_s);
   config.testing_response_delay = std::chrono::milliseconds(flags.testing_response_delay_ms);

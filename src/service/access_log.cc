@@ -103,9 +103,8 @@ std::string FormatAccessLogLine(LogLevel level, const AccessLogEntry& e,
   out.reserve(384 + e.error.size());
   out.append("{\"time\":\"");
   AppendTime(&out, now);
-  out.append("\",\"level\":\"")
-      .append(LogLevelName(level))
-      .append("\",\"msg\":\"GetComponentConfig\"");
+  out.append("\",\"level\":\"").append(LogLevelName(level)).append("\",\"msg\":");
+  AppendString(&out, e.method);
   AppendField(&out, "peer", e.peer);
   AppendField(&out, "vm_id", e.vm_id);
   AppendField(&out, "subscription_id", e.subscription_id);
@@ -123,6 +122,13 @@ std::string FormatAccessLogLine(LogLevel level, const AccessLogEntry& e,
   }
   out.push_back(']');
   AppendField(&out, "served", e.served);
+  if (e.report) {
+    AppendField(&out, "base_version", e.base_version);
+    AppendField(&out, "hotfix_version", e.hotfix_version);
+    AppendField(&out, "outcome", e.outcome);
+    AppendField(&out, "detail", e.detail);
+    out.append(",\"duplicate\":").append(e.duplicate ? "true" : "false");
+  }
   out.append(",\"duration_us\":").append(std::to_string(e.duration_us)).append("}\n");
   return out;
 }

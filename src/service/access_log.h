@@ -1,7 +1,7 @@
-// The access-log line of one GetComponentConfig call, formatted straight into a string: the
-// same JSON, field for field, that Logger::FormatLine makes ({"time":...,"level":...,
-// "msg":"GetComponentConfig",...}), without building a JSON DOM and calling strftime for
-// every call. Under load the DOM version was most of the service's own CPU
+// The access-log line of one call (GetComponentConfig or ReportHotfixOutcome), formatted straight
+// into a string: the same JSON, field for field, that Logger::FormatLine makes
+// ({"time":...,"level":..., "msg":"GetComponentConfig",...}), without building a JSON DOM and
+// calling strftime for every call. Under load the DOM version was most of the service's own CPU
 // (docs/BENCHMARKS.md, "Where the service's time goes").
 #pragma once
 
@@ -16,6 +16,7 @@
 namespace hotfix::service {
 
 struct AccessLogEntry {
+  std::string_view method = "GetComponentConfig";  // the line's "msg"
   std::string_view peer;
   std::string_view vm_id;
   std::string_view subscription_id;
@@ -29,6 +30,15 @@ struct AccessLogEntry {
   std::vector<std::string_view> rollouts;  // the rollouts that applied
   std::string_view served;  // the hotfixes map served (compact JSON), never the token
   int64_t duration_us = 0;
+  // ReportHotfixOutcome only: these fields are written when report is set (caller-supplied
+  // strings already made printable and bounded by the caller). `rollouts` then holds the
+  // rollouts the report was attributed to.
+  bool report = false;
+  std::string_view base_version;
+  std::string_view hotfix_version;
+  std::string_view outcome;  // a ReportedOutcomeName, or "" when the report was refused
+  std::string_view detail;
+  bool duplicate = false;  // a repeat this replica saw recently: not counted
 };
 
 // One line, ending in '\n'. Strings are escaped as nlohmann::json escapes them (invalid

@@ -72,54 +72,142 @@ bool LivePatchingServiceImpl::WithinRate(CallDecision* decision) {
   return false;
 }
 
-bool LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decision) const {
+const ComponentConfig* LivePatchingServiceImpl::FindComponent(const CallInput& input,
+                                                              CallDecision* decision) const {
   std::string_view component = input.component_name;
   if (component.empty()) {
     decision->status = Refuse(GrpcCode::kInvalidArgument, "component_name is required");
-    return false;
+    return nullptr;
   }
   if (!IsValidComponentName(component)) {
     decision->status =
         Refuse(GrpcCode::kInvalidArgument, "component_name \"" + Printable(component) +
                                                "\" is invalid: it must match "
                                                "[A-Za-z][A-Za-z0-9_.-]{0,63}");
-    return false;
+    return nullptr;
   }
   std::shared_ptr<const StoreSnapshot> snapshot = options_.store->Current();
   if (snapshot == nullptr) {
     decision->status =
         Refuse(GrpcCode::kUnavailable, "the component store is not loaded yet; retry later");
-    return false;
+    return nullptr;
   }
   decision->generation = snapshot->generation;
   auto it = snapshot->components.find(std::string(component));
   if (it == snapshot->components.end()) {
     decision->status =
         Refuse(GrpcCode::kNotFound, "component \"" + std::string(component) + "\" not found");
-    return false;
+    return nullptr;
   }
   decision->metric_component = it->first;
-  const ComponentConfig& config = *it->second;
-  if (!config.has_rollouts) {
-    decision->config = config.text;
-    decision->served_hotfixes = config.hotfixes_json;
+  decision->rollout_config = it->second;  // keeps the config alive past the snapshot
+  return it->second.get();
+}
+
+namespace {
+
+// The node as rollouts see it. The insecure identity is a placeholder, not a node: it
+// buckets nothing and matches no subscription or vmId (docs/ROLLOUTS.md, "Development mode").
+RolloutNode NodeOf(const NodeIdentity& id, std::string_view authority) {
+  return MakeRolloutNode(id.insecure ? "" : id.vm_id, id.insecure ? "" : id.subscription_id,
+                         authority);
+}
+
+}  // namespace
+
+bool LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decision) const {
+  const ComponentConfig* config = FindComponent(input, decision);
+  if (config == nullptr) return false;
+  if (!config->has_rollouts) {
+    decision->rollout_config = nullptr;
+    decision->config = config->text;
+    decision->served_hotfixes = config->hotfixes_json;
     return true;
   }
-  // The insecure identity is a placeholder, not a node: it buckets nothing and matches no
-  // subscription or vmId (docs/ROLLOUTS.md, "Development mode").
-  const NodeIdentity& id = decision->identity;
-  RolloutNode node = MakeRolloutNode(id.insecure ? "" : id.vm_id,
-                                     id.insecure ? "" : id.subscription_id, input.authority);
-  decision->config = config.ServedTo(node, RolloutNow(), &decision->applied_rollouts);
+  decision->config = config->ServedTo(NodeOf(decision->identity, input.authority), RolloutNow(),
+                                      &decision->applied_rollouts);
   decision->served_hotfixes = decision->config;
-  decision->rollout_config = it->second;
   return true;
+}
+
+bool LivePatchingServiceImpl::CheckReport(const OutcomeReport& report,
+                                          CallDecision* decision) const {
+  auto invalid = [&](std::string message) {
+    decision->status = Refuse(GrpcCode::kInvalidArgument, std::move(message));
+    return false;
+  };
+  if (!IsHotfixBase(report.base_version)) {
+    return invalid("base_version \"" + Printable(report.base_version) + "\" is not YYYYMM.DD");
+  }
+  if (!IsHotfixVersion(report.hotfix_version)) {
+    return invalid("hotfix_version \"" + Printable(report.hotfix_version) +
+                   "\" is not YYYYMM.DD.PATCH");
+  }
+  if (report.hotfix_version.substr(0, report.base_version.size()) != report.base_version) {
+    return invalid("hotfix_version \"" + std::string(report.hotfix_version) +
+                   "\" is not of base_version \"" + std::string(report.base_version) + "\"");
+  }
+  // akslivepatching.v1.HotfixOutcome: 1 INSTALLED ... 6 FAILED_OTHER, in kAllReportedOutcomes'
+  // order; 0 (unset) and values this service does not know are refused, not guessed.
+  constexpr int kOutcomes = static_cast<int>(std::size(kAllReportedOutcomes));
+  if (report.outcome < 1 || report.outcome > kOutcomes) {
+    return invalid("outcome " + std::to_string(report.outcome) + " is not a known HotfixOutcome");
+  }
+  if (report.detail.size() > kMaxReportDetailBytes) {
+    return invalid("detail is " + std::to_string(report.detail.size()) + " bytes, more than " +
+                   std::to_string(kMaxReportDetailBytes));
+  }
+  for (unsigned char c : report.detail) {
+    if (c < 0x20 || c > 0x7e) return invalid("detail is not printable ASCII");
+  }
+  decision->reported = kAllReportedOutcomes[report.outcome - 1];
+  return true;
+}
+
+void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* decision) {
+  const OutcomeReport& report = *input.report;
+  const ComponentConfig& config = *decision->rollout_config;
+  if (config.has_rollouts) {
+    // The rollouts that serve this node now (the answer's pure function), and of those the
+    // ones that name the reported version for its base.
+    std::vector<size_t> applied;
+    config.ServedTo(NodeOf(decision->identity, input.authority), RolloutNow(), &applied);
+    for (size_t i : applied) {
+      auto version = config.rollouts[i].hotfixes.find(std::string(report.base_version));
+      if (version != config.rollouts[i].hotfixes.end() &&
+          version->second == report.hotfix_version) {
+        decision->applied_rollouts.push_back(i);
+      }
+    }
+  }
+  // A verified vmId names one node; without one (insecure mode) nothing tells nodes apart.
+  if (options_.recent_reports != nullptr && !decision->identity.vm_id.empty()) {
+    std::string key = AsciiLower(decision->identity.vm_id);
+    key.append(1, '|').append(report.hotfix_version).append(1, '|');
+    key.append(ReportedOutcomeName(*decision->reported));
+    decision->duplicate = !options_.recent_reports->FirstSeen(key);
+  }
+  if (decision->duplicate) return;
+  if (decision->applied_rollouts.empty()) {
+    options_.metrics->RecordOutcome(decision->metric_component, "", *decision->reported);
+  }
+  for (size_t i : decision->applied_rollouts) {
+    options_.metrics->RecordOutcome(decision->metric_component, config.rollouts[i].name,
+                                    *decision->reported);
+  }
 }
 
 CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   CallDecision decision;
-  if (Authenticate(input, &decision) && Authorize(&decision) && WithinRate(&decision) &&
-      Lookup(input, &decision)) {
+  if (!Authenticate(input, &decision) || !Authorize(&decision) || !WithinRate(&decision)) {
+    return decision;
+  }
+  if (!input.report) {
+    if (Lookup(input, &decision)) decision.status = GrpcStatus{};
+    return decision;
+  }
+  if (FindComponent(input, &decision) != nullptr && CheckReport(*input.report, &decision)) {
+    CountReport(input, &decision);
     decision.status = GrpcStatus{};
   }
   return decision;
@@ -132,10 +220,11 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   CallSample sample;
   sample.component = decision.metric_component;
   sample.code = decision.status.code;
+  sample.method = input.report ? "ReportHotfixOutcome" : "GetComponentConfig";
   sample.seconds = std::chrono::duration<double>(elapsed).count();
   if (decision.authenticated) sample.subscription_id = decision.identity.subscription_id;
   options_.metrics->RecordCall(sample);
-  if (options_.rollout_status != nullptr) {
+  if (options_.rollout_status != nullptr && !input.report) {
     options_.rollout_status->RecordApplied(decision.generation, decision.metric_component,
                                            decision.applied_rollouts);
   }
@@ -143,6 +232,7 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   // One line per call, fixed fields so log queries need no optional-field logic. The token
   // is not in CallDecision at all, so it cannot land here.
   AccessLogEntry entry;
+  entry.method = sample.method;
   entry.peer = input.peer;
   entry.vm_id = decision.identity.vm_id;
   entry.subscription_id = decision.identity.subscription_id;
@@ -163,44 +253,82 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   }
   entry.rollouts = applied;
   entry.served = decision.served_hotfixes;
+  std::string base, version, detail;
+  if (input.report) {
+    // Caller-supplied: escaped and bounded before they reach the log (the detail was checked
+    // only when the call got that far).
+    entry.report = true;
+    base = Printable(input.report->base_version);
+    version = Printable(input.report->hotfix_version);
+    detail = Printable(input.report->detail, kMaxReportDetailBytes);
+    entry.base_version = base;
+    entry.hotfix_version = version;
+    entry.outcome = decision.reported ? ReportedOutcomeName(*decision.reported) : "";
+    entry.detail = detail;
+    entry.duplicate = decision.duplicate;
+  }
   entry.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
   options_.access_log->WriteFormatted(
       FormatAccessLogLine(decision.status.ok() ? LogLevel::kInfo : LogLevel::kWarn, entry,
                           std::chrono::system_clock::now()));
 }
 
+namespace {
+
+// Fills in input from a request of `path`; false when the bytes are not that request.
+bool ParseRequest(const GrpcCall& call, akslivepatching::v1::GetComponentConfigRequest* get,
+                  akslivepatching::v1::ReportHotfixOutcomeRequest* report, CallInput* input) {
+  const int size = static_cast<int>(call.message.size());
+  if (call.path == kGetComponentConfigPath) {
+    if (!get->ParseFromArray(call.message.data(), size)) return false;
+    input->component_name = get->component_name();
+    return true;
+  }
+  if (!report->ParseFromArray(call.message.data(), size)) return false;
+  input->component_name = report->component_name();
+  input->report = OutcomeReport{report->base_version(), report->hotfix_version(),
+                                static_cast<int>(report->outcome()), report->detail()};
+  return true;
+}
+
+}  // namespace
+
 void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
-  if (call.path != kGetComponentConfigPath) {
+  if (call.path != kGetComponentConfigPath && call.path != kReportHotfixOutcomePath) {
     reply->code = GrpcCode::kUnimplemented;
     reply->error_message = "unknown method " + Printable(call.path, 128);
     return;
   }
   Clock::time_point start = Clock::now();
-  akslivepatching::v1::GetComponentConfigRequest request;
-  if (!request.ParseFromArray(call.message.data(), static_cast<int>(call.message.size()))) {
+  akslivepatching::v1::GetComponentConfigRequest get;
+  akslivepatching::v1::ReportHotfixOutcomeRequest report;
+  CallInput input;
+  if (!ParseRequest(call, &get, &report, &input)) {
     // Not ours to decide on: nothing was authenticated, nothing is logged per call.
     reply->code = GrpcCode::kInvalidArgument;
-    reply->error_message = "the request is not a GetComponentConfigRequest";
+    reply->error_message = call.path == kGetComponentConfigPath
+                               ? "the request is not a GetComponentConfigRequest"
+                               : "the request is not a ReportHotfixOutcomeRequest";
     return;
   }
-  CallInput input;
   for (const auto& [key, value] : call.metadata) {
     if (key == "authorization") input.authorization.push_back(value);
   }
-  input.component_name = request.component_name();
   input.authority = call.authority;
   input.peer = call.peer;
 
   CallDecision decision = Decide(input);
   Report(input, decision, Clock::now() - start);
   reply->code = decision.status.code;
-  if (decision.status.ok()) {
+  if (!decision.status.ok()) {
+    reply->error_message = std::move(decision.status.message);
+  } else if (input.report) {
+    akslivepatching::v1::ReportHotfixOutcomeResponse().SerializeToString(&reply->message);
+  } else {
     akslivepatching::v1::GetComponentConfigResponse response;
-    response.set_component_name(request.component_name());
+    response.set_component_name(get.component_name());
     response.set_config(std::move(decision.config));
     response.SerializeToString(&reply->message);
-  } else {
-    reply->error_message = std::move(decision.status.message);
   }
   reply->delay = options_.testing_response_delay;
 }

@@ -1,11 +1,12 @@
-// akslivepatching.v1.LivePatchingService/GetComponentConfig: who is calling, may they, how
-// often, for what, and the answer from the component store. Every refusal is a gRPC code the
+// akslivepatching.v1.LivePatchingService: who is calling, may they, how often, for what, and
+// the answer from the component store (GetComponentConfig), or the count of a node's report
+// (ReportHotfixOutcome, docs/ROLLOUTS.md "Automatic halt"). Every refusal is a gRPC code the
 // node client's outcome taxonomy reads (docs/CHECK-HOTFIX.md, docs/SERVICE.md):
 //
 //   missing or invalid identity                        UNAUTHENTICATED     -> noHotfixAvailable
 //   verified, but subscription not on the allow-list   PERMISSION_DENIED   -> noHotfixAvailable
 //   over the node's request rate                       RESOURCE_EXHAUSTED  -> failed
-//   empty or malformed component name                  INVALID_ARGUMENT    -> failed
+//   empty or malformed component name (or report)      INVALID_ARGUMENT    -> failed
 //   no such component                                  NOT_FOUND           -> noHotfixAvailable
 //   store not loaded yet                               UNAVAILABLE         -> customDataFallback
 //
@@ -23,11 +24,13 @@
 #include <vector>
 
 #include "common/log.h"
+#include "service/auto_halt.h"
 #include "service/component_store.h"
 #include "service/h2_session.h"
 #include "service/metrics.h"
 #include "service/node_identity.h"
 #include "service/rate_limiter.h"
+#include "service/recent_reports.h"
 #include "service/rollout_status.h"
 #include "wire/grpc_status.h"
 
@@ -42,6 +45,8 @@ struct LivePatchingServiceOptions {
   Logger* access_log = nullptr;
   // Counts the calls each rollout applied to (GET /rollouts, metrics); may be null.
   RolloutStatus* rollout_status = nullptr;
+  // Drops repeated reports (ReportHotfixOutcome); null: every report counts.
+  RecentReports* recent_reports = nullptr;
   // Subscriptions allowed to call (compared case-insensitively, as GUIDs); empty: any caller
   // with a verified identity.
   std::vector<std::string> allowed_subscriptions;
@@ -50,12 +55,25 @@ struct LivePatchingServiceOptions {
   std::chrono::milliseconds testing_response_delay{0};
 };
 
+// What a ReportHotfixOutcome request carried.
+struct OutcomeReport {
+  std::string_view base_version;
+  std::string_view hotfix_version;
+  int outcome = 0;  // akslivepatching.v1.HotfixOutcome, unchecked
+  std::string_view detail;
+};
+
+// The longest ReportHotfixOutcomeRequest.detail accepted (bytes of printable ASCII).
+inline constexpr size_t kMaxReportDetailBytes = 256;
+
 // What one call carried, transport aside.
 struct CallInput {
   std::vector<std::string_view> authorization;  // every `authorization` metadata value
   std::string_view component_name;
   std::string_view authority;  // ":authority": the apiserver host the node dialed (rollouts)
   std::string_view peer;       // for the access log
+  // ReportHotfixOutcome's fields; nullopt for GetComponentConfig.
+  std::optional<OutcomeReport> report;
 };
 
 // The answer to one call and what the access log and metrics say about it.
@@ -74,18 +92,26 @@ struct CallDecision {
   std::vector<size_t> applied_rollouts;
   // For files of the hotfixes shape: the map served (compact JSON), for the access log.
   std::string served_hotfixes;
+  // ReportHotfixOutcome: the outcome once valid; applied_rollouts then holds the rollouts it
+  // is attributed to (they apply to the node now and name that version for that base).
+  std::optional<ReportedOutcome> reported;
+  bool duplicate = false;  // a repeat this replica saw recently: answered, not counted
 };
 
 // The gRPC path of GetComponentConfig.
 inline constexpr char kGetComponentConfigPath[] =
     "/akslivepatching.v1.LivePatchingService/GetComponentConfig";
 
-// Serves GetComponentConfig; every other path is UNIMPLEMENTED.
+inline constexpr char kReportHotfixOutcomePath[] =
+    "/akslivepatching.v1.LivePatchingService/ReportHotfixOutcome";
+
+// Serves GetComponentConfig and ReportHotfixOutcome; every other path is UNIMPLEMENTED.
 class LivePatchingServiceImpl final : public GrpcHandler {
  public:
   explicit LivePatchingServiceImpl(LivePatchingServiceOptions options);
 
-  // authenticate -> allow-list -> rate limit -> name check -> store lookup. Thread-safe.
+  // authenticate -> allow-list -> rate limit -> name check -> store lookup, then the answer
+  // (GetComponentConfig) or the report checked, attributed and counted. Thread-safe.
   CallDecision Decide(const CallInput& input);
 
   // Parses the request, decides, writes the access-log line and the metrics, and fills in
@@ -96,7 +122,11 @@ class LivePatchingServiceImpl final : public GrpcHandler {
   bool Authenticate(const CallInput& input, CallDecision* decision);
   bool Authorize(CallDecision* decision) const;
   bool WithinRate(CallDecision* decision);
+  // The component's config, or a refusal in decision->status.
+  const ComponentConfig* FindComponent(const CallInput& input, CallDecision* decision) const;
   bool Lookup(const CallInput& input, CallDecision* decision) const;
+  bool CheckReport(const OutcomeReport& report, CallDecision* decision) const;
+  void CountReport(const CallInput& input, CallDecision* decision);
   void Report(const CallInput& input, const CallDecision& decision,
               std::chrono::steady_clock::duration elapsed);
 

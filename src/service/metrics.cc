@@ -22,6 +22,7 @@ class NoopMetrics final : public Metrics {
  public:
   void RecordCall(const CallSample&) override {}
   void RecordIdentityFailure(IdentityFailure) override {}
+  void RecordOutcome(std::string_view, std::string_view, ReportedOutcome) override {}
   void RecordReload(const ReloadReport&) override {}
   void RecordTransportEvent(TransportEvent) override {}
 };
@@ -70,14 +71,29 @@ class ScrapedCollectable final : public prometheus::Collectable {
       auto percent =
           Family(kMetricRolloutPercent, "Each rollout's percent now (0 when halted or scheduled)",
                  MetricType::Gauge);
+      auto halted = Family(kMetricRolloutAutoHalted,
+                           "1 while an auto-halting rollout is halted by its nodes' reports",
+                           MetricType::Gauge);
+      auto signal = Family(kMetricRolloutAutoHaltSignal,
+                           "1 while an auto-halting rollout's evidence (Prometheus) was read at "
+                           "the last evaluation; 0 while it is held for want of it",
+                           MetricType::Gauge);
       for (const RolloutStatusRow& row : sources_.rollouts->Rows(RolloutNow())) {
         std::vector<prometheus::ClientMetric::Label> labels = {{"component", row.component},
                                                                {"rollout", row.name}};
         AddValue(&applied, static_cast<double>(row.applied_calls), labels);
+        if (row.auto_halt) {
+          const bool is_halted = row.state == RolloutState::kAutoHalted;
+          const bool ok = row.auto_halt_state && row.auto_halt_state->signal_ok;
+          AddValue(&halted, is_halted ? 1 : 0, labels);
+          AddValue(&signal, ok ? 1 : 0, labels);
+        }
         AddValue(&percent, row.threshold / 100.0, std::move(labels));
       }
       out.push_back(std::move(applied));
       out.push_back(std::move(percent));
+      out.push_back(std::move(halted));
+      out.push_back(std::move(signal));
     }
     if (sources_.authenticator != nullptr) {
       const AuthenticatorStats s = sources_.authenticator->stats();
@@ -169,7 +185,7 @@ struct PrometheusMetrics::Impl {
       : registry(std::make_shared<prometheus::Registry>()),
         requests(prometheus::BuildCounter()
                      .Name(kMetricRequests)
-                     .Help("GetComponentConfig calls by component and gRPC code")
+                     .Help("Calls by method, component and gRPC code")
                      .Register(*registry)),
         by_subscription(prometheus::BuildCounter()
                             .Name(kMetricRequestsBySubscription)
@@ -178,7 +194,7 @@ struct PrometheusMetrics::Impl {
                             .Register(*registry)),
         latency(prometheus::BuildHistogram()
                     .Name(kMetricLatency)
-                    .Help("GetComponentConfig handling time in seconds, arrival to status")
+                    .Help("Call handling time in seconds, arrival to status")
                     .Register(*registry)
                     .Add({}, LatencyBuckets())),
         identity_failures(prometheus::BuildCounter()
@@ -210,6 +226,11 @@ struct PrometheusMetrics::Impl {
                              .Help("Connections accepted and closed, and the limits peers ran "
                                    "into, by event (docs/SERVICE.md, \"Limits\")")
                              .Register(*registry)),
+        outcomes(prometheus::BuildCounter()
+                     .Name(kMetricRolloutOutcomes)
+                     .Help("Nodes' reports (ReportHotfixOutcome) by component, the rollout "
+                           "they were attributed to (\"\" for none) and outcome")
+                     .Register(*registry)),
         open_connections(prometheus::BuildGauge()
                              .Name(kMetricOpenConnections)
                              .Help("Connections open now, TLS handshakes included")
@@ -229,10 +250,12 @@ struct PrometheusMetrics::Impl {
 
   // Family::Add builds a label map, hashes it and takes the family's lock; the series a call
   // can land in are few and never removed, so each is looked up once and its counter kept.
-  prometheus::Counter& RequestCounter(std::string_view component, wire::GrpcCode code) {
+  prometheus::Counter& RequestCounter(std::string_view method, std::string_view component,
+                                      wire::GrpcCode code) {
     thread_local std::string key;
     std::string code_name(wire::GrpcCodeUpperName(code));
-    key.assign(component).push_back('\0');
+    key.assign(method).push_back('\0');
+    key.append(component).push_back('\0');
     key.append(code_name);
     {
       std::shared_lock lock(cache_mu);
@@ -241,7 +264,9 @@ struct PrometheusMetrics::Impl {
     std::unique_lock lock(cache_mu);
     prometheus::Counter*& counter = request_counters[key];
     if (counter == nullptr) {
-      counter = &requests.Add({{"component", std::string(component)}, {"code", code_name}});
+      counter = &requests.Add({{"method", std::string(method)},
+                               {"component", std::string(component)},
+                               {"code", code_name}});
     }
     return *counter;
   }
@@ -281,11 +306,12 @@ struct PrometheusMetrics::Impl {
   prometheus::Gauge& rejected_files;
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Family<prometheus::Counter>& transport_events;
+  prometheus::Family<prometheus::Counter>& outcomes;
   prometheus::Gauge& open_connections;
   prometheus::Counter* transport_event_counters[static_cast<int>(TransportEvent::kCount)] = {};
   size_t max_subscription_labels;
   std::shared_mutex cache_mu;
-  // component + '\0' + code name -> its lp_requests_total series
+  // method + '\0' + component + '\0' + code name -> its lp_requests_total series
   std::unordered_map<std::string, prometheus::Counter*> request_counters;
   // at most max_subscription_labels entries
   std::unordered_map<std::string, prometheus::Counter*> subscription_counters;
@@ -325,11 +351,21 @@ uint16_t PrometheusMetrics::port() const {
 }
 
 void PrometheusMetrics::RecordCall(const CallSample& sample) {
-  impl_->RequestCounter(sample.component, sample.code).Increment();
+  impl_->RequestCounter(sample.method, sample.component, sample.code).Increment();
   impl_->latency.Observe(sample.seconds);
   if (!sample.subscription_id.empty()) {
     impl_->SubscriptionCounter(sample.subscription_id).Increment();
   }
+}
+
+void PrometheusMetrics::RecordOutcome(std::string_view component, std::string_view rollout,
+                                      ReportedOutcome outcome) {
+  // Reports are one per node per hotfix: the family's own lookup is cheap enough for them.
+  impl_->outcomes
+      .Add({{"component", std::string(component)},
+            {"rollout", std::string(rollout)},
+            {"outcome", ReportedOutcomeName(outcome)}})
+      .Increment();
 }
 
 void PrometheusMetrics::RecordIdentityFailure(IdentityFailure reason) {

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "service/auto_halt.h"
 #include "service/component_store.h"
 #include "service/node_identity.h"
 #include "service/rate_limiter.h"
@@ -27,6 +28,7 @@ namespace hotfix::service {
 // component name only when the store knows it (anything else is "unknown"), and the
 // subscription only once the identity was verified (else empty).
 struct CallSample {
+  std::string_view method = "GetComponentConfig";  // the RPC's name
   std::string_view component;
   wire::GrpcCode code = wire::GrpcCode::kOk;
   double seconds = 0;
@@ -38,6 +40,11 @@ class Metrics {
   virtual ~Metrics() = default;
   virtual void RecordCall(const CallSample& sample) = 0;
   virtual void RecordIdentityFailure(IdentityFailure reason) = 0;
+  // One counted node report (ReportHotfixOutcome): `rollout` is one it was attributed to, or
+  // "" when it was attributed to none. Both names are bounded by the store (the component
+  // known, the rollout in its file).
+  virtual void RecordOutcome(std::string_view component, std::string_view rollout,
+                             ReportedOutcome outcome) = 0;
   // After every store (re)load attempt, initial load included.
   virtual void RecordReload(const ReloadReport& report) = 0;
   // Connections and the limits peers ran into (kAccepted and kClosed also move the
@@ -67,6 +74,9 @@ inline constexpr char kMetricTransportEvents[] = "lp_transport_events_total";
 inline constexpr char kMetricOpenConnections[] = "lp_open_connections";
 inline constexpr char kMetricRolloutApplied[] = "lp_rollout_applied_total";
 inline constexpr char kMetricRolloutPercent[] = "lp_rollout_percent";
+inline constexpr char kMetricRolloutOutcomes[] = "lp_rollout_outcomes_total";
+inline constexpr char kMetricRolloutAutoHalted[] = "lp_rollout_auto_halted";
+inline constexpr char kMetricRolloutAutoHaltSignal[] = "lp_rollout_auto_halt_signal_ok";
 inline constexpr char kMetricIdentityVerifications[] = "lp_identity_verifications_total";
 inline constexpr char kMetricIdentityCacheHits[] = "lp_identity_cache_hits_total";
 inline constexpr char kMetricIdentityCacheEvictions[] = "lp_identity_cache_evictions_total";
@@ -102,6 +112,8 @@ class PrometheusMetrics : public Metrics {
 
   void RecordCall(const CallSample& sample) override;
   void RecordIdentityFailure(IdentityFailure reason) override;
+  void RecordOutcome(std::string_view component, std::string_view rollout,
+                     ReportedOutcome outcome) override;
   void RecordReload(const ReloadReport& report) override;
   void RecordTransportEvent(TransportEvent event) override;
 

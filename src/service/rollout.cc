@@ -25,16 +25,6 @@ bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), IsDigit);
 }
 
-// YYYYMM.DD
-bool IsHotfixBase(std::string_view s) {
-  return s.size() == 9 && AllDigits(s.substr(0, 6)) && s[6] == '.' && AllDigits(s.substr(7));
-}
-
-// YYYYMM.DD.PATCH
-bool IsHotfixVersion(std::string_view s) {
-  return s.size() > 10 && IsHotfixBase(s.substr(0, 9)) && s[9] == '.' && AllDigits(s.substr(10));
-}
-
 // [A-Za-z0-9][A-Za-z0-9._-]{0,63}
 bool IsValidRolloutName(std::string_view name) {
   if (name.empty() || name.size() > kMaxNameChars || !IsAlnum(name[0])) return false;
@@ -175,10 +165,56 @@ StatusOr<std::vector<RolloutStep>> ParseSteps(const json& value) {
   return steps;
 }
 
+// A count in an auto_halt policy: a JSON integer from 1 to kMaxAutoHaltCount.
+StatusOr<uint64_t> ParseCount(const json& value, std::string_view field) {
+  if (!value.is_number_integer()) return WrongType(field, value, "an integer");
+  const bool in_range =
+      value.is_number_unsigned()
+          ? value.get<uint64_t>() >= 1 && value.get<uint64_t>() <= kMaxAutoHaltCount
+          : value.get<int64_t>() >= 1 &&
+                static_cast<uint64_t>(value.get<int64_t>()) <= kMaxAutoHaltCount;
+  if (!in_range) {
+    return Status::InvalidArgument(std::string(field) + " " + QuoteJson(value) +
+                                   " is not between 1 and " + std::to_string(kMaxAutoHaltCount));
+  }
+  return value.get<uint64_t>();
+}
+
+StatusOr<AutoHaltPolicy> ParseAutoHalt(const json& value) {
+  if (!value.is_object()) return WrongType("auto_halt", value, "an object");
+  Status known = RefuseUnknownKeys(
+      value, {"max_failure_percent", "min_reports", "max_failures", "since"}, "auto_halt: ");
+  if (!known.ok()) return known;
+  for (const char* required : {"max_failure_percent", "min_reports"}) {
+    if (!value.contains(required)) {
+      return Status::InvalidArgument(std::string("auto_halt: missing \"") + required + "\"");
+    }
+  }
+  AutoHaltPolicy policy;
+  auto percent = ParsePercent(value["max_failure_percent"], "auto_halt.max_failure_percent");
+  if (!percent.ok()) return percent.status();
+  policy.max_failure_percent = *percent;
+  auto min_reports = ParseCount(value["min_reports"], "auto_halt.min_reports");
+  if (!min_reports.ok()) return min_reports.status();
+  policy.min_reports = *min_reports;
+  if (auto it = value.find("max_failures"); it != value.end()) {
+    auto max_failures = ParseCount(*it, "auto_halt.max_failures");
+    if (!max_failures.ok()) return max_failures.status();
+    policy.max_failures = *max_failures;
+  }
+  if (auto it = value.find("since"); it != value.end()) {
+    auto since = ParseTimeField(*it, "auto_halt.since");
+    if (!since.ok()) return since.status();
+    policy.since = *since;
+  }
+  return policy;
+}
+
 StatusOr<Rollout> ParseRollout(const json& value) {
   if (!value.is_object()) return WrongType("the entry", value, "an object");
   Status known = RefuseUnknownKeys(
-      value, {"name", "hotfixes", "match", "cohort", "steps", "hold_at", "halted"}, "");
+      value, {"name", "hotfixes", "match", "cohort", "steps", "hold_at", "halted", "auto_halt"},
+      "");
   if (!known.ok()) return known;
   Rollout rollout;
   for (const char* required : {"name", "hotfixes", "steps"}) {
@@ -221,6 +257,11 @@ StatusOr<Rollout> ParseRollout(const json& value) {
   if (auto it = value.find("halted"); it != value.end()) {
     if (!it->is_boolean()) return WrongType("halted", *it, "true or false");
     rollout.halted = it->get<bool>();
+  }
+  if (auto it = value.find("auto_halt"); it != value.end()) {
+    auto policy = ParseAutoHalt(*it);
+    if (!policy.ok()) return policy.status();
+    rollout.auto_halt = *policy;
   }
   return rollout;
 }
@@ -290,6 +331,14 @@ RolloutTime EvaluationTime(const Rollout& rollout, RolloutTime now) {
 }
 
 }  // namespace
+
+bool IsHotfixBase(std::string_view s) {
+  return s.size() == 9 && AllDigits(s.substr(0, 6)) && s[6] == '.' && AllDigits(s.substr(7));
+}
+
+bool IsHotfixVersion(std::string_view s) {
+  return s.size() > 10 && IsHotfixBase(s.substr(0, 9)) && s[9] == '.' && AllDigits(s.substr(10));
+}
 
 StatusOr<std::map<std::string, std::string>> ParseHotfixMap(const json& hotfixes,
                                                             std::string_view where) {
@@ -401,6 +450,11 @@ uint32_t RolloutBucket(std::string_view name, std::string_view key) {
   uint64_t head = 0;
   for (int i = 0; i < 8; ++i) head = (head << 8) | digest[i];
   return static_cast<uint32_t>(head % kBucketCount);
+}
+
+RolloutTime AutoHaltSince(const Rollout& rollout) {
+  return rollout.auto_halt && rollout.auto_halt->since ? *rollout.auto_halt->since
+                                                       : rollout.steps.front().at;
 }
 
 uint32_t ThresholdAt(const Rollout& rollout, RolloutTime t) {
@@ -516,6 +570,8 @@ const char* RolloutStateName(RolloutState state) {
       return "held";
     case RolloutState::kHalted:
       return "halted";
+    case RolloutState::kAutoHalted:
+      return "auto-halted";
   }
   return "unknown";
 }

@@ -46,6 +46,22 @@ struct RolloutMatch {
   std::vector<std::string> vm_ids;                 // sorted
 };
 
+// A rollout that halts itself on the nodes' reports (docs/ROLLOUTS.md, "Automatic halt"):
+// halted once reports >= min_reports and failures * 100 / reports > max_failure_percent, or
+// once failures >= max_failures, counting the reports since `since`.
+struct AutoHaltPolicy {
+  uint32_t max_failure_percent = 0;  // percent * 100, as a step's threshold
+  uint64_t min_reports = 1;
+  std::optional<uint64_t> max_failures;
+  std::optional<RolloutTime> since;  // absent: the first step's `at`
+
+  bool operator==(const AutoHaltPolicy&) const = default;
+};
+
+// Counts over [1, kMaxAutoHaltCount]: exact in a double (Prometheus' values) and in the
+// integer comparisons of the halt condition.
+inline constexpr uint64_t kMaxAutoHaltCount = uint64_t{1} << 40;
+
 struct Rollout {
   std::string name;
   std::map<std::string, std::string> hotfixes;  // base -> version, overlaid when it applies
@@ -54,11 +70,20 @@ struct Rollout {
   std::vector<RolloutStep> steps;  // non-empty, `at` strictly increasing
   std::optional<RolloutTime> hold_at;
   bool halted = false;
+  std::optional<AutoHaltPolicy> auto_halt;
 };
+
+// Where an auto-halting rollout's count of reports starts: auto_halt.since, else the first
+// step's `at`.
+RolloutTime AutoHaltSince(const Rollout& rollout);
 
 // Parses and validates a `rollouts` array. Errors name the rollout and the field:
 // `rollouts[2] "anc-1": steps[1].at: ...`. Unknown keys are refused everywhere.
 StatusOr<std::vector<Rollout>> ParseRollouts(const nlohmann::json& rollouts);
+
+// "YYYYMM.DD" (a hotfixes key) and "YYYYMM.DD.PATCH" (a value).
+bool IsHotfixBase(std::string_view s);
+bool IsHotfixVersion(std::string_view s);
 
 // Validates one hotfixes map ({"YYYYMM.DD": "YYYYMM.DD.PATCH"}); `where` prefixes errors.
 StatusOr<std::map<std::string, std::string>> ParseHotfixMap(const nlohmann::json& hotfixes,
@@ -127,7 +152,7 @@ RolloutOutcome ExplainRollout(const Rollout& rollout, const RolloutNode& node, R
 std::string ServedHotfixesJson(const std::map<std::string, std::string>& hotfixes);
 
 // What an operator's status page shows (GET /rollouts).
-enum class RolloutState { kScheduled, kRamping, kComplete, kHeld, kHalted };
+enum class RolloutState { kScheduled, kRamping, kComplete, kHeld, kHalted, kAutoHalted };
 const char* RolloutStateName(RolloutState state);
 RolloutState StateAt(const Rollout& rollout, RolloutTime now);
 // The next step after now that will change the threshold (none when held, halted or done).

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "service/auto_halt_controller.h"
 #include "service/component_store.h"
 #include "service/rollout.h"
 
@@ -29,12 +30,22 @@ struct RolloutStatusRow {
   std::optional<RolloutTime> hold_at;
   bool halted = false;
   uint64_t applied_calls = 0;  // since this process started
+  // For a rollout with auto_halt (and an AutoHaltController set): its judgement; state,
+  // threshold and next_step are then those of the rollout as judged (JudgedRollout).
+  bool auto_halt = false;
+  std::optional<AutoHaltState> auto_halt_state;  // nullopt: not evaluated yet
 };
 
 class RolloutStatus {
  public:
   // store is borrowed and must outlive this.
   explicit RolloutStatus(const ComponentStore* store) : store_(store) {}
+
+  // Rows then show each auto-halting rollout as judged. Borrowed; set before serving.
+  void set_auto_halt(const AutoHaltController* controller) { auto_halt_ = controller; }
+
+  // Whether a call was answered with this rollout since this process started.
+  bool Served(const RolloutKey& key) const;
 
   // One call answered from store generation `generation`, whose `component` rollouts at
   // `applied` (indexes into the file's list) applied. Thread-safe; a pointer copy under a
@@ -62,6 +73,7 @@ class RolloutStatus {
   std::shared_ptr<const Table> CurrentTable() const;
 
   const ComponentStore* store_;
+  const AutoHaltController* auto_halt_ = nullptr;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const Table> table_;  // guarded by mu_
 };

@@ -11,12 +11,15 @@
 
 #include "common/openssl.h"
 #include "grpc/health/v1/health.pb.h"
+#include "service/auto_halt_controller.h"
 #include "service/component_store.h"
 #include "service/grpc_server.h"
 #include "service/live_patching_service.h"
 #include "service/metrics.h"
 #include "service/node_identity.h"
+#include "service/prometheus_outcomes.h"
 #include "service/rate_limiter.h"
+#include "service/recent_reports.h"
 #include "service/tls_server_context.h"
 
 namespace hotfix::service {
@@ -27,6 +30,10 @@ using wire::GrpcCode;
 constexpr char kHealthCheckPath[] = "/grpc.health.v1.Health/Check";
 // Limit events are logged at most this often per kind; the rest are counted in the line.
 constexpr int64_t kEventLogIntervalSeconds = 10;
+// Repeated reports dropped per replica: a node reports once per boot and result, so an hour
+// covers any client retry; 100,000 keys (about 10 MB) cover a fleet's boot storm.
+constexpr size_t kMaxRecentReports = 100000;
+constexpr std::chrono::hours kRecentReportWindow{1};
 
 std::atomic<Logger*> g_log{nullptr};
 // Servers alive in the process: libprotobuf's handler is process-wide, so the last one to go
@@ -187,6 +194,7 @@ struct Server::Impl {
   void OnReload(const ReloadReport& report);
   bool Serving() const;
   Status StartStore();
+  Status StartAutoHalt();
   Status StartGrpc();
   void DrainOnce();
 
@@ -205,6 +213,10 @@ struct Server::Impl {
   std::unique_ptr<Authenticator> authenticator;
   std::unique_ptr<RateLimiter> limiter;
   std::unique_ptr<DirectoryStore> store;
+  std::unique_ptr<OutcomeSource> outcome_source;
+  std::unique_ptr<AutoHaltController> auto_halt;  // the store as the nodes' reports judge it
+  std::atomic<AutoHaltController*> auto_halt_running{nullptr};  // for the store's watcher
+  std::unique_ptr<RecentReports> recent_reports;
   std::unique_ptr<LivePatchingServiceImpl> service;
   std::unique_ptr<HealthHandler> health;
   std::unique_ptr<TlsPortHandler> tls_handler;
@@ -221,7 +233,9 @@ Server::Impl::~Impl() {
   if (grpc_server) grpc_server->Drain(std::chrono::milliseconds(0));  // a no-op once drained
   // GET /rollouts reads the store: stop serving HTTP before the store goes.
   if (prometheus != nullptr) prometheus->StopListening();
-  store.reset();  // stops its watcher thread
+  auto_halt_running = nullptr;
+  if (auto_halt) auto_halt->Stop();  // reads the store
+  store.reset();                     // stops its watcher thread
   if (counted_log_user && g_log_users.fetch_sub(1) == 1) g_log = nullptr;
 }
 
@@ -242,6 +256,11 @@ void Server::Impl::OnReload(const ReloadReport& report) {
                {"rejected_files", static_cast<int64_t>(report.rejected.size())}});
   }
   if (report.generation > 0) loaded = true;
+  // A rollout that gained auto_halt is applied to no one until judged: judge it now.
+  if (AutoHaltController* auto_halt_now = auto_halt_running.load();
+      report.swapped && auto_halt_now) {
+    auto_halt_now->Wake();
+  }
 }
 
 // Health: SERVING once the store holds a snapshot, while the listener can accept, and
@@ -259,6 +278,30 @@ Status Server::Impl::StartStore() {
   auto started = DirectoryStore::Start(std::move(options));
   if (!started.ok()) return started.status().Annotate("--components-dir " + config.components_dir);
   store = std::move(*started);
+  return Status::Ok();
+}
+
+Status Server::Impl::StartAutoHalt() {
+  if (!config.prometheus_url.empty()) {
+    PrometheusOutcomeOptions prometheus_options;
+    prometheus_options.url = config.prometheus_url;
+    prometheus_options.min_step =
+        std::max(std::chrono::seconds(1),
+                 std::chrono::duration_cast<std::chrono::seconds>(config.auto_halt_interval));
+    auto source = NewPrometheusOutcomeSource(std::move(prometheus_options));
+    if (!source.ok()) return source.status();
+    outcome_source = std::move(*source);
+  }
+  AutoHaltControllerOptions options;
+  options.source = outcome_source.get();
+  options.interval = config.auto_halt_interval;
+  RolloutStatus* status = rollout_status.get();
+  options.served = [status](const RolloutKey& key) { return status->Served(key); };
+  options.log = log;
+  auto_halt = std::make_unique<AutoHaltController>(store.get(), std::move(options));
+  rollout_status->set_auto_halt(auto_halt.get());
+  auto_halt->Start();
+  auto_halt_running = auto_halt.get();
   return Status::Ok();
 }
 
@@ -325,14 +368,18 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   google::protobuf::SetLogHandler(ProtobufLogToJson);
   if (Status st = impl->StartStore(); !st.ok()) return st;
 
+  impl->rollout_status = std::make_unique<RolloutStatus>(impl->store.get());
+  if (Status st = impl->StartAutoHalt(); !st.ok()) return st;
+
   LivePatchingServiceOptions options;
   options.authenticator = impl->authenticator.get();
-  options.store = impl->store.get();
+  options.store = impl->auto_halt.get();
   options.rate_limiter = impl->limiter.get();
   options.metrics = impl->metrics.get();
   options.access_log = log;
-  impl->rollout_status = std::make_unique<RolloutStatus>(impl->store.get());
   options.rollout_status = impl->rollout_status.get();
+  impl->recent_reports = std::make_unique<RecentReports>(kMaxRecentReports, kRecentReportWindow);
+  options.recent_reports = impl->recent_reports.get();
   options.allowed_subscriptions = c.allowed_subscriptions;
   options.testing_response_delay = c.testing_response_delay;
   if (c.testing_response_delay.count() > 0) {
@@ -370,6 +417,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
              {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
              {"allowed_subscriptions", allowed.empty() ? "any" : allowed},
              {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
+             {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},
+             {"auto_halt_interval_ms", static_cast<int64_t>(c.auto_halt_interval.count())},
              {"max_connections", static_cast<int64_t>(impl->grpc_server->max_connections())},
              {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)}});
   return std::unique_ptr<Server>(new Server(std::move(impl)));

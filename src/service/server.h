@@ -37,7 +37,11 @@ struct ServerConfig {
   std::vector<std::string> allowed_subscriptions;  // empty: every verified subscription
   double rate_limit_per_node = 0;                  // requests per second; 0: unlimited
   std::string metrics_listen;                      // empty: no metrics endpoint
-  std::string health_listen;                       // empty: no plaintext health port
+  // The Prometheus that scrapes every replica: the automatic halt's evidence. Empty: every
+  // rollout with auto_halt is held, applied to no new node (docs/ROLLOUTS.md).
+  std::string prometheus_url;
+  std::chrono::milliseconds auto_halt_interval{30000};
+  std::string health_listen;  // empty: no plaintext health port
   bool insecure_accept_any_token = false;
   std::chrono::milliseconds shutdown_grace{10000};
   int threads = 0;                        // event loops; 0: one per core
