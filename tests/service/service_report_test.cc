@@ -1,0 +1,259 @@
+// ReportHotfixOutcome as the service decides it (docs/ROLLOUTS.md, "Automatic halt"): the
+// same identity, allow-list and rate limit as GetComponentConfig, every bad field refused with
+// its reason, attribution to the rollouts that serve the node that version, repeats dropped,
+// and the access-log line.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "akslivepatching/v1/live_patching.pb.h"
+#include "captured_log.h"
+#include "service/component_store.h"
+#include "service/live_patching_service.h"
+#include "service/metrics.h"
+
+namespace hotfix::service {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using wire::GrpcCode;
+
+constexpr char kAks[] = "aksNodeController";
+constexpr char kSub[] = "8ecadfc9-d1a3-4ea4-b844-0d9f87e4d7c8";
+
+// "vm-N" tokens are nodes of kSub; "other-sub" a node of another subscription.
+class TokenTable : public Authenticator {
+ public:
+  AuthResult Authenticate(std::string_view token) override {
+    AuthResult r;
+    if (token.empty()) {
+      r.error = Status::InvalidArgument("no authorization");
+      return r;
+    }
+    if (token.substr(0, 3) != "vm-" && token != "other-sub") {
+      r.failure = IdentityFailure::kMalformed;
+      r.error = Status::InvalidArgument("not a document");
+      return r;
+    }
+    r.identity.vm_id = std::string(token);
+    r.identity.subscription_id =
+        token == "other-sub" ? "11111111-0000-0000-0000-000000000000" : kSub;
+    return r;
+  }
+};
+
+class RecordingMetrics : public Metrics {
+ public:
+  void RecordCall(const CallSample& s) override {
+    calls.emplace_back(std::string(s.method), wire::GrpcCodeUpperName(s.code));
+  }
+  void RecordIdentityFailure(IdentityFailure) override {}
+  void RecordOutcome(std::string_view component, std::string_view rollout,
+                     ReportedOutcome outcome) override {
+    outcomes.emplace_back(std::string(component), std::string(rollout),
+                          ReportedOutcomeName(outcome));
+  }
+  void RecordReload(const ReloadReport&) override {}
+  void RecordTransportEvent(TransportEvent) override {}
+  std::vector<std::pair<std::string, std::string>> calls;
+  std::vector<std::tuple<std::string, std::string, std::string>> outcomes;
+};
+
+class FixedStore : public ComponentStore {
+ public:
+  explicit FixedStore(const json& file) {
+    auto parsed = ParseComponentConfig(kAks, file.dump());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    auto snapshot = std::make_shared<StoreSnapshot>();
+    snapshot->generation = 7;
+    snapshot->components[kAks] = std::make_shared<const ComponentConfig>(std::move(*parsed));
+    snapshot_ = snapshot;
+  }
+  std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
+
+ private:
+  std::shared_ptr<const StoreSnapshot> snapshot_;
+};
+
+// Two rollouts for everyone since 2026-01-01: "canary" ships 202604.01.4, "late" 202604.01.5
+// on top of it (overlay: a node is served .5); "other-base" ships a hotfix of another base.
+json File() {
+  auto rollout = [](const std::string& name, const std::string& base, const std::string& v) {
+    return json{{"name", name},
+                {"hotfixes", {{base, v}}},
+                {"steps", json::array({{{"at", "2026-01-01T00:00:00Z"}, {"percent", 100}}})}};
+  };
+  return {
+      {"hotfixes", {{"202604.01", "202604.01.3"}}},
+      {"rollouts",
+       {rollout("canary", "202604.01", "202604.01.4"), rollout("late", "202604.01", "202604.01.5"),
+        rollout("other-base", "202605.02", "202605.02.1")}}};
+}
+
+struct ReportTest : ::testing::Test {
+  explicit ReportTest(std::vector<std::string> allowed = {}) : store(File()) {
+    LivePatchingServiceOptions options;
+    options.authenticator = &auth;
+    options.store = &store;
+    options.metrics = &metrics;
+    options.access_log = &log.logger();
+    options.recent_reports = &recent;
+    options.allowed_subscriptions = std::move(allowed);
+    service = std::make_unique<LivePatchingServiceImpl>(std::move(options));
+  }
+
+  GrpcReply Call(const std::string& token,
+                 const akslivepatching::v1::ReportHotfixOutcomeRequest& req) {
+    GrpcCall call;
+    call.path = kReportHotfixOutcomePath;
+    req.SerializeToString(&bytes);
+    call.message = bytes;
+    if (!token.empty()) call.metadata.emplace_back("authorization", token);
+    call.authority = "myaks.hcp.eastus.azmk8s.io:443";
+    call.peer = "127.0.0.1:5000";
+    GrpcReply reply;
+    service->Handle(call, &reply);
+    return reply;
+  }
+
+  static akslivepatching::v1::ReportHotfixOutcomeRequest Request(
+      const std::string& version = "202604.01.5",
+      akslivepatching::v1::HotfixOutcome outcome = akslivepatching::v1::HOTFIX_OUTCOME_INSTALLED) {
+    akslivepatching::v1::ReportHotfixOutcomeRequest r;
+    r.set_component_name(kAks);
+    r.set_base_version(version.substr(0, 9));
+    r.set_hotfix_version(version);
+    r.set_outcome(outcome);
+    r.set_detail("apt-get install exited 100");
+    return r;
+  }
+
+  TokenTable auth;
+  FixedStore store;
+  RecordingMetrics metrics;
+  RecentReports recent{1000, std::chrono::hours(1)};
+  unittest::CapturedLog log;
+  std::string bytes;  // the last request, serialized
+  std::unique_ptr<LivePatchingServiceImpl> service;
+};
+
+TEST_F(ReportTest, AttributedToTheRolloutsThatServeTheNodeThatVersion) {
+  GrpcReply reply = Call("vm-1", Request("202604.01.5"));
+  EXPECT_EQ(reply.code, GrpcCode::kOk) << reply.error_message;
+  akslivepatching::v1::ReportHotfixOutcomeResponse response;
+  EXPECT_TRUE(response.ParseFromString(reply.message));
+  // "canary" applies too, but names .4: the node installed .5, late's.
+  EXPECT_THAT(metrics.outcomes, ElementsAre(std::make_tuple(kAks, "late", "installed")));
+  EXPECT_THAT(metrics.calls, ElementsAre(std::make_pair("ReportHotfixOutcome", "OK")));
+}
+
+TEST_F(ReportTest, AVersionNoApplyingRolloutNamesIsUnattributed) {
+  ASSERT_EQ(
+      Call("vm-1", Request("202604.01.9", akslivepatching::v1::HOTFIX_OUTCOME_STAGE_FAILED)).code,
+      GrpcCode::kOk);
+  EXPECT_THAT(metrics.outcomes, ElementsAre(std::make_tuple(kAks, "", "stage_failed")));
+}
+
+TEST_F(ReportTest, ARepeatIsAnsweredButNotCounted) {
+  const auto failed = Request("202604.01.5", akslivepatching::v1::HOTFIX_OUTCOME_INSTALL_FAILED);
+  EXPECT_EQ(Call("vm-1", failed).code, GrpcCode::kOk);
+  EXPECT_EQ(Call("vm-1", failed).code, GrpcCode::kOk);
+  EXPECT_EQ(Call("vm-2", failed).code, GrpcCode::kOk);                  // another node
+  EXPECT_EQ(Call("vm-1", Request("202604.01.5")).code, GrpcCode::kOk);  // another outcome
+  EXPECT_EQ(metrics.outcomes.size(), 3u);
+  const std::vector<json> lines = log.Lines();
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_FALSE(lines[0]["duplicate"].get<bool>());
+  EXPECT_TRUE(lines[1]["duplicate"].get<bool>());
+}
+
+TEST_F(ReportTest, TheAccessLogCarriesTheReportNeverTheToken) {
+  ASSERT_EQ(
+      Call("vm-1", Request("202604.01.5", akslivepatching::v1::HOTFIX_OUTCOME_INSTALL_FAILED)).code,
+      GrpcCode::kOk);
+  const std::vector<json> lines = log.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  const json& l = lines[0];
+  EXPECT_EQ(l["msg"], "ReportHotfixOutcome");
+  EXPECT_EQ(l["vm_id"], "vm-1");
+  EXPECT_EQ(l["base_version"], "202604.01");
+  EXPECT_EQ(l["hotfix_version"], "202604.01.5");
+  EXPECT_EQ(l["outcome"], "install_failed");
+  EXPECT_EQ(l["detail"], "apt-get install exited 100");
+  EXPECT_EQ(l["rollouts"], json::array({"late"}));
+  EXPECT_EQ(l["code"], "OK");
+}
+
+TEST_F(ReportTest, RefusedLikeGetComponentConfigBeforeAnythingIsRead) {
+  EXPECT_EQ(Call("", Request()).code, GrpcCode::kUnauthenticated);
+  EXPECT_EQ(Call("forged", Request()).code, GrpcCode::kUnauthenticated);
+  auto unknown = Request();
+  unknown.set_component_name("nope");
+  EXPECT_EQ(Call("vm-1", unknown).code, GrpcCode::kNotFound);
+  unknown.set_component_name("../etc");
+  EXPECT_EQ(Call("vm-1", unknown).code, GrpcCode::kInvalidArgument);
+  EXPECT_TRUE(metrics.outcomes.empty());
+}
+
+TEST_F(ReportTest, EveryBadFieldIsRefusedWithItsReason) {
+  struct Case {
+    std::function<void(akslivepatching::v1::ReportHotfixOutcomeRequest*)> mutate;
+    std::string want;
+  };
+  const Case cases[] = {
+      {[](auto* r) { r->set_base_version("2026.01"); },
+       "base_version \"2026.01\" is not YYYYMM.DD"},
+      {[](auto* r) { r->set_hotfix_version("202604.01"); }, "is not YYYYMM.DD.PATCH"},
+      {[](auto* r) { r->set_hotfix_version("202605.01.1"); },
+       "hotfix_version \"202605.01.1\" is not of base_version \"202604.01\""},
+      {[](auto* r) { r->set_outcome(akslivepatching::v1::HOTFIX_OUTCOME_UNSPECIFIED); },
+       "outcome 0 is not a known HotfixOutcome"},
+      {[](auto* r) { r->set_outcome(static_cast<akslivepatching::v1::HotfixOutcome>(42)); },
+       "outcome 42 is not a known HotfixOutcome"},
+      {[](auto* r) { r->set_detail(std::string(257, 'x')); }, "detail is 257 bytes, more than 256"},
+      {[](auto* r) { r->set_detail("line\nbreak"); }, "detail is not printable ASCII"},
+  };
+  for (const Case& c : cases) {
+    auto req = Request();
+    c.mutate(&req);
+    GrpcReply reply = Call("vm-1", req);
+    EXPECT_EQ(reply.code, GrpcCode::kInvalidArgument) << c.want;
+    EXPECT_THAT(reply.error_message, HasSubstr(c.want));
+  }
+  auto exact = Request();
+  exact.set_detail(std::string(256, 'x'));
+  EXPECT_EQ(Call("vm-3", exact).code, GrpcCode::kOk);
+  EXPECT_EQ(metrics.outcomes.size(), 1u);
+}
+
+TEST_F(ReportTest, BytesThatAreNotTheRequestAreInvalidArgument) {
+  GrpcCall call;
+  call.path = kReportHotfixOutcomePath;
+  call.message = "\xff\xff\xff";
+  GrpcReply reply;
+  service->Handle(call, &reply);
+  EXPECT_EQ(reply.code, GrpcCode::kInvalidArgument);
+  EXPECT_EQ(reply.error_message, "the request is not a ReportHotfixOutcomeRequest");
+}
+
+struct AllowListedReportTest : ReportTest {
+  AllowListedReportTest() : ReportTest({kSub}) {}
+};
+
+TEST_F(AllowListedReportTest, AnotherSubscriptionIsDenied) {
+  EXPECT_EQ(Call("other-sub", Request()).code, GrpcCode::kPermissionDenied);
+  EXPECT_EQ(Call("vm-1", Request()).code, GrpcCode::kOk);
+  EXPECT_EQ(metrics.outcomes.size(), 1u);
+}
+
+}  // namespace
+}  // namespace hotfix::service
