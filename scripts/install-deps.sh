@@ -14,6 +14,7 @@ service=(prometheus-cpp-dev libcivetweb-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2
       strace clang libclang-rt-14-dev  # clang + libFuzzer: scripts/fuzz.sh
       nghttp2-client curl              # h2load and gRPC calls: bench/soak.sh's short form
+      prometheus                       # the automatic halt's evidence: service_auto_halt_e2e_test
       # grpc-go, the reference's gRPC: service_grpcgo_test calls the service with it
       golang-go golang-google-grpc-dev golang-google-protobuf-dev
       golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev
@@ -39,7 +40,7 @@ echo "install-deps: installing ${missing[*]}"
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
   "${missing[@]}" >/dev/null
 # Proxy packages start system services on install; tests run their own instances.
-for unit in haproxy nginx tinyproxy; do
+for unit in haproxy nginx tinyproxy prometheus prometheus-node-exporter; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$unit" 2>/dev/null; then
     "${sudo[@]}" systemctl stop "$unit" || true
   fi

@@ -16,6 +16,7 @@
 #include "node/command_runner.h"
 #include "node/default_paths.h"
 #include "node/download_hotfix.h"
+#include "node/hotfix_report.h"
 #include "node/imds.h"
 #include "node/lps_fetcher.h"
 
@@ -120,6 +121,16 @@ struct DownloadHotfixFlags {
   std::string events_dir = paths::kEventsDir;
   std::string log_file = paths::kLogFile;
   bool dry_run = false;
+  // The outcome report reaches the service as check-hotfix does.
+  hotfix::node::LpsEndpoint lps = [] {
+    hotfix::node::LpsEndpoint e;
+    e.node_config_path = paths::kNodeConfig;
+    e.nbc_cmd_path = paths::kNbcCmd;
+    return e;
+  }();
+  std::string imds_url = hotfix::node::kDefaultImdsUrl;
+  std::string component = "aksNodeController";
+  bool no_report = false;
 };
 
 void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
@@ -159,6 +170,23 @@ void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
       ->capture_default_str();
   cmd.add_flag("--dry-run", f.dry_run,
                "Print the decision and the commands it would run on stdout; run and write nothing");
+  cmd.add_option("--node-config", f.lps.node_config_path,
+                 "AKSNodeConfig JSON: apiserver FQDN and CA (for the outcome report)")
+      ->capture_default_str();
+  cmd.add_option("--nbc-cmd", f.lps.nbc_cmd_path,
+                 "CSE command read when the node config is absent (for the outcome report)")
+      ->capture_default_str();
+  cmd.add_option("--imds-url", f.imds_url, "IMDS attested-document URL (never proxied)")
+      ->capture_default_str();
+  cmd.add_option("--connect-to", f.lps.connect_to,
+                 "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
+  cmd.add_option("--server-name", f.lps.server_name,
+                 "Name the service certificate must carry (verified against the cluster CA)")
+      ->capture_default_str();
+  cmd.add_option("--component", f.component, "Component whose hotfix outcome is reported")
+      ->capture_default_str();
+  cmd.add_flag("--no-report", f.no_report,
+               "Do not report the binary hotfix's outcome to the live-patching service");
 }
 
 nlohmann::json ArgvList(const std::vector<hotfix::node::Argv>& commands) {
@@ -229,7 +257,22 @@ int RunDownloadHotfix(DownloadHotfixFlags& f) {
                                                 : hotfix::DirName(o.hotfix_binary) +
                                                       "/.aks-node-controller-download-hotfix.lock";
   auto runner = hotfix::node::NewProcessRunner();
-  auto result = hotfix::node::RunDownloadHotfixCommand(o, *runner, lock, f.events_dir, log);
+
+  // Fail-open and bounded (3 s, IMDS included): the report never changes the result.
+  hotfix::node::ImdsTokenSource imds(f.imds_url, log);
+  hotfix::node::LpsEndpoint lps = f.lps;
+  lps.user_agent = std::string("hotfix-agent/") + kVersion;
+  auto sender = hotfix::node::NewGrpcHotfixReportSender(lps, imds, log);
+  hotfix::node::ReportHotfixOptions report;
+  report.marker_path = hotfix::node::HotfixReportMarkerPath(o.pointer_path);
+  report.component = f.component;
+  report.enabled = !f.no_report;
+  report.cancelled = &g_cancelled;
+  auto reporter = [&](const hotfix::node::DownloadHotfixResult& r) {
+    hotfix::node::ReportHotfixOutcome(r, o.current_version, report, *sender, log);
+  };
+  auto result =
+      hotfix::node::RunDownloadHotfixCommand(o, *runner, lock, f.events_dir, log, reporter);
   if (f.dry_run) PrintDownloadDryRun(result, o);
   return result.exit_code;
 }

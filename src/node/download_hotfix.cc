@@ -17,8 +17,9 @@ namespace {
 
 constexpr char kNotAnUpgrade[] = "needs the same YYYYMM.DD base and a higher patch than ";
 
-void Fail(DownloadHotfixResult& result, Status error, int exit_code = 1) {
+void Fail(DownloadHotfixResult& result, Status error, BinaryFailure failure, int exit_code = 1) {
   result.binary = BinaryOutcome::kFailed;
+  result.binary_failure = failure;
   result.error = std::move(error);
   result.exit_code = exit_code > 0 ? exit_code : 1;
 }
@@ -67,9 +68,13 @@ void ApplyScriptsIfTargeted(const DownloadHotfixOptions& options, const HotfixPo
 }
 
 // Confirms that the package manager installed what was asked, so that a repository serving
-// another version (or apt's glob matching 202604.01.10 for 202604.01.1) is not staged.
+// another version (or apt's glob matching 202604.01.10 for 202604.01.1) is not staged. On
+// failure *failure tells a query that could not run (kOther: the install itself reported
+// success, and nothing was learnt about the package) from one that shows another version or
+// none (kVersionMismatch).
 Status ConfirmInstalledVersion(const DownloadHotfixOptions& options, PackageManager pm,
-                               const std::string& version, CommandRunner& runner) {
+                               const std::string& version, CommandRunner& runner,
+                               BinaryFailure* failure) {
   const Argv query = InstalledVersionQuery(pm);
   RunOptions run;
   run.timeout = options.command_timeout;
@@ -77,10 +82,12 @@ Status ConfirmInstalledVersion(const DownloadHotfixOptions& options, PackageMana
   run.cancelled = options.cancelled;
   CommandResult queried = runner.Run(query, run);
   if (!queried.status.ok()) {
+    *failure = BinaryFailure::kOther;
     return queried.status.Annotate("confirming the installed version: " + JoinArgv(query));
   }
   std::string installed;
   if (InstalledVersionMatches(pm, queried.output, version, &installed)) return Status::Ok();
+  *failure = BinaryFailure::kVersionMismatch;
   return Status::InvalidArgument(
       std::string(kAgentPackage) + " " +
       (installed.empty() ? std::string("is not installed") : installed + " is installed") +
@@ -95,6 +102,7 @@ struct BinaryPlan {
   std::string target;
   std::string reason;
   Status error;  // why planning failed (outcome kFailed)
+  BinaryFailure failure = BinaryFailure::kNone;
   PackageManager pm = PackageManager::kApt;
   std::string package_manager;  // PackageManagerName(pm) once it is known
   std::vector<Argv> install;    // in order
@@ -140,6 +148,7 @@ BinaryPlan PlanBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPo
   if (!pm.ok()) {
     plan.outcome = BinaryOutcome::kFailed;
     plan.error = pm.status().Annotate(step);
+    plan.failure = BinaryFailure::kPlatformUnsupported;
     return plan;
   }
   plan.pm = *pm;
@@ -150,6 +159,7 @@ BinaryPlan PlanBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPo
     if (!resolved.ok()) {
       plan.outcome = BinaryOutcome::kFailed;
       plan.error = resolved.status().Annotate(step);
+      plan.failure = BinaryFailure::kPlatformUnsupported;
       return plan;
     }
     sources = *resolved;
@@ -172,17 +182,23 @@ void InstallBinary(const BinaryPlan& plan, const DownloadHotfixOptions& options,
   for (const Argv& command : plan.install) {
     result.commands.push_back(command);
     CommandResult ran = RunWithRetries(runner, command, retry, log);
-    if (!ran.status.ok()) return Fail(result, ran.status.Annotate(step), ran.exit_code);
+    if (!ran.status.ok()) {
+      return Fail(result, ran.status.Annotate(step), BinaryFailure::kInstallFailed, ran.exit_code);
+    }
   }
   result.commands.push_back(plan.query);
   result.staged_from = options.package_binary;
   result.staged_to = options.hotfix_binary;
-  if (Status st = ConfirmInstalledVersion(options, plan.pm, plan.target, runner); !st.ok()) {
-    return Fail(result, st.Annotate(step));
+  BinaryFailure confirm_failure = BinaryFailure::kOther;
+  if (Status st = ConfirmInstalledVersion(options, plan.pm, plan.target, runner, &confirm_failure);
+      !st.ok()) {
+    return Fail(result, st.Annotate(step), confirm_failure);
   }
   Status staged =
       StageHotfixBinary(options.package_binary, options.vhd_binary, options.hotfix_binary);
-  if (!staged.ok()) return Fail(result, staged.Annotate("stage hotfix binary"));
+  if (!staged.ok()) {
+    return Fail(result, staged.Annotate("stage hotfix binary"), BinaryFailure::kStageFailed);
+  }
   log.Info("installed hotfix binary alongside VHD binary",
            {{"source", options.package_binary}, {"destination", options.hotfix_binary}});
   log.Info("downloaded ANC hotfix", {{"version", plan.target}});
@@ -194,10 +210,12 @@ void HandleBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPointe
                         CommandRunner& runner, DownloadHotfixResult& result, Logger& log) {
   const BinaryPlan plan = PlanBinaryHotfix(options, pointer, log);
   result.binary = plan.outcome;
+  result.binary_targeted =
+      plan.outcome == BinaryOutcome::kInstalled || plan.outcome == BinaryOutcome::kFailed;
   result.binary_target = plan.target;
   result.binary_reason = plan.reason;
   result.package_manager = plan.package_manager;
-  if (plan.outcome == BinaryOutcome::kFailed) return Fail(result, plan.error);
+  if (plan.outcome == BinaryOutcome::kFailed) return Fail(result, plan.error, plan.failure);
   if (plan.outcome != BinaryOutcome::kInstalled) return;
   if (options.dry_run) {
     result.commands = plan.install;
@@ -208,6 +226,36 @@ void HandleBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPointe
   }
   result.binary = BinaryOutcome::kNoHotfix;  // until InstallBinary has done it
   InstallBinary(plan, options, runner, result, log);
+}
+
+// The workflow into `result`, so that what it learnt before an exception (the target, for the
+// outcome report) survives the exception.
+void DownloadHotfixInto(const DownloadHotfixOptions& options, CommandRunner& runner, Logger& log,
+                        DownloadHotfixResult& result) {
+  StatusOr<HotfixPointer> pointer = ReadHotfixPointer(options.pointer_path);
+  if (!pointer.ok()) {
+    log.Warn("failed to read hotfix config, skipping hotfix download",
+             {{"path", options.pointer_path}, {"error", pointer.status()}});
+    result.binary = BinaryOutcome::kPointerUnreadable;
+    result.scripts = ScriptsOutcome::kSkipped;
+    result.error = pointer.status();
+    return;  // fail-open: exit 0
+  }
+  ApplyScriptsIfTargeted(options, *pointer, result, log);
+  HandleBinaryHotfix(options, *pointer, runner, result, log);
+}
+
+// Fail-open: the reporter's own failures are its business, never the run's.
+void CallReporter(const DownloadHotfixReporter& reporter, const DownloadHotfixResult& result,
+                  Logger& log) {
+  try {
+    reporter(result);
+  } catch (const std::exception& e) {
+    log.Warn("hotfix outcome report failed (fail-open)",
+             {{"error", std::string("unexpected exception: ") + e.what()}});
+  } catch (...) {
+    log.Warn("hotfix outcome report failed (fail-open)", {{"error", "unexpected exception"}});
+  }
 }
 
 void ReportEvent(const std::string& events_dir, const DownloadHotfixResult& result,
@@ -236,6 +284,24 @@ const char* BinaryOutcomeName(BinaryOutcome outcome) {
       return "failed";
   }
   return "failed";
+}
+
+const char* BinaryFailureName(BinaryFailure failure) {
+  switch (failure) {
+    case BinaryFailure::kNone:
+      return "none";
+    case BinaryFailure::kPlatformUnsupported:
+      return "platformUnsupported";
+    case BinaryFailure::kInstallFailed:
+      return "installFailed";
+    case BinaryFailure::kVersionMismatch:
+      return "versionMismatch";
+    case BinaryFailure::kStageFailed:
+      return "stageFailed";
+    case BinaryFailure::kOther:
+      return "other";
+  }
+  return "other";
 }
 
 const char* ScriptsOutcomeName(ScriptsOutcome outcome) {
@@ -267,23 +333,14 @@ std::string DownloadHotfixEventMessage(const DownloadHotfixResult& result) {
 DownloadHotfixResult DownloadHotfix(const DownloadHotfixOptions& options, CommandRunner& runner,
                                     Logger& log) {
   DownloadHotfixResult result;
-  StatusOr<HotfixPointer> pointer = ReadHotfixPointer(options.pointer_path);
-  if (!pointer.ok()) {
-    log.Warn("failed to read hotfix config, skipping hotfix download",
-             {{"path", options.pointer_path}, {"error", pointer.status()}});
-    result.binary = BinaryOutcome::kPointerUnreadable;
-    result.scripts = ScriptsOutcome::kSkipped;
-    result.error = pointer.status();
-    return result;  // fail-open: exit 0
-  }
-  ApplyScriptsIfTargeted(options, *pointer, result, log);
-  HandleBinaryHotfix(options, *pointer, runner, result, log);
+  DownloadHotfixInto(options, runner, log, result);
   return result;
 }
 
 DownloadHotfixResult RunDownloadHotfixCommand(const DownloadHotfixOptions& options,
                                               CommandRunner& runner, const std::string& lock_path,
-                                              const std::string& events_dir, Logger& log) {
+                                              const std::string& events_dir, Logger& log,
+                                              const DownloadHotfixReporter& reporter) {
   log.Info("aks-node-controller hotfix download started");
   const auto start = std::chrono::system_clock::now();
   DownloadHotfixResult result;
@@ -308,13 +365,19 @@ DownloadHotfixResult RunDownloadHotfixCommand(const DownloadHotfixOptions& optio
     }
   }
   try {
-    result = DownloadHotfix(options, runner, log);
+    DownloadHotfixInto(options, runner, log, result);
   } catch (const std::exception& e) {
-    Fail(result, Status::Internal(std::string("unexpected exception: ") + e.what()));
+    Fail(result, Status::Internal(std::string("unexpected exception: ") + e.what()),
+         BinaryFailure::kOther);
   } catch (...) {
-    Fail(result, Status::Internal("unexpected exception"));
+    Fail(result, Status::Internal("unexpected exception"), BinaryFailure::kOther);
   }
-  if (!options.dry_run) ReportEvent(events_dir, result, start, log);
+  if (!options.dry_run) {
+    ReportEvent(events_dir, result, start, log);
+    // Still under the lock (when it could be taken): a concurrent run is "busy" and reports
+    // nothing, so the report's marker has one writer.
+    if (reporter) CallReporter(reporter, result, log);
+  }
   if (result.exit_code == 0) {
     log.Info("aks-node-controller hotfix download finished",
              {{"outcome", BinaryOutcomeName(result.binary)},

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,19 @@ enum class BinaryOutcome {
 // "noHotfix", "notTargeted", "installed", "pointerUnreadable", "busy", "failed"
 const char* BinaryOutcomeName(BinaryOutcome outcome);
 
+// Where a binary hotfix this node was targeted by failed (BinaryOutcome::kFailed): the kind the
+// outcome report sends (docs/DOWNLOAD-HOTFIX.md, "Reporting the outcome"). kNone otherwise.
+enum class BinaryFailure {
+  kNone,
+  kPlatformUnsupported,  // os-release names no supported OS, or apt has no Microsoft sources
+  kInstallFailed,        // an install command still failed after its retries (or was killed)
+  kVersionMismatch,      // the version query ran and shows another version, or none
+  kStageFailed,          // the binary could not be staged beside the VHD one
+  kOther,                // an exception, or the version query could not run at all
+};
+// "none", "platformUnsupported", "installFailed", "versionMismatch", "stageFailed", "other"
+const char* BinaryFailureName(BinaryFailure failure);
+
 enum class ScriptsOutcome { kNone, kNotTargeted, kApplied, kFailed, kSkipped };
 // "none", "notTargeted", "applied", "failed", "skipped"
 const char* ScriptsOutcomeName(ScriptsOutcome outcome);
@@ -54,6 +68,9 @@ struct DownloadHotfixResult {
   Status error;       // why exit_code is not 0 (or why the pointer was unreadable)
 
   BinaryOutcome binary = BinaryOutcome::kNoHotfix;
+  BinaryFailure binary_failure = BinaryFailure::kNone;  // set with binary == kFailed
+  // The gate let binary_target through: an install was attempted (in a dry run: would be).
+  bool binary_targeted = false;
   std::string binary_target;  // the resolved hotfix version, "" if none
   std::string binary_reason;  // why targeted or not, in words
   ScriptsOutcome scripts = ScriptsOutcome::kNone;
@@ -72,12 +89,19 @@ struct DownloadHotfixResult {
 DownloadHotfixResult DownloadHotfix(const DownloadHotfixOptions& options, CommandRunner& runner,
                                     Logger& log);
 
+// What the command does with its result once the event is written, still under the lock (so
+// that two runs cannot interleave it): the outcome report (node/hotfix_report.h). Not called
+// in a dry run nor when another run holds the lock. Its exceptions are caught and logged.
+using DownloadHotfixReporter = std::function<void(const DownloadHotfixResult&)>;
+
 // The whole command: "started" log, the lock (`lock_path`; a second run while one holds it
 // does nothing and says so), the workflow with every exception caught, one DownloadHotfix
-// event in events_dir (none in a dry run), "finished" or "failed".
+// event in events_dir (none in a dry run), the reporter (if any), "finished" or "failed".
+// The reporter cannot change the result.
 DownloadHotfixResult RunDownloadHotfixCommand(const DownloadHotfixOptions& options,
                                               CommandRunner& runner, const std::string& lock_path,
-                                              const std::string& events_dir, Logger& log);
+                                              const std::string& events_dir, Logger& log,
+                                              const DownloadHotfixReporter& reporter = {});
 
 // One line for the event: "download-hotfix outcome=installed version=… scripts=…[ error=…]".
 std::string DownloadHotfixEventMessage(const DownloadHotfixResult& result);

@@ -27,10 +27,10 @@ class AttestedTokenSource {
 inline constexpr char kDefaultImdsUrl[] =
     "http://169.254.169.254/metadata/attested/document?api-version=2025-04-07";
 
-// GET <url> with "Metadata: true", never through a proxy, no redirects followed. Two
-// attempts, no sleep between them; each attempt: connect 1 s, whole attempt 2 s, body capped
-// at 1 MiB. Any failure (transport, status other than 200, JSON, empty signature) is
-// retried once, logged as WARN "fetch attempt failed, retrying".
+// GET <url> with "Metadata: true" (wire::HttpGet), never through a proxy, no redirects
+// followed. Two attempts, no sleep between them; each attempt: connect 1 s, whole attempt
+// 2 s, body capped at 1 MiB. Any failure (transport, status other than 200, JSON, empty
+// signature) is retried once, logged as WARN "fetch attempt failed, retrying".
 class ImdsTokenSource : public AttestedTokenSource {
  public:
   ImdsTokenSource(std::string url, Logger& log) : url_(std::move(url)), log_(log) {}
@@ -47,10 +47,10 @@ class ImdsTokenSource : public AttestedTokenSource {
 };
 
 // The response half of one attempt, from whatever carries its bytes (the TCP connection in
-// FetchOnce; memory in tests and fuzzers): HTTP/1.1 parsed by Beast with the header (16 KiB)
-// and body (1 MiB) caps, status 200 required, then ParseAttestedDocument. header_deadline
-// bounds the wait for the headers, attempt the whole read; transport errors are annotated
-// with `what` ("GET <url>").
+// FetchOnce; memory in tests and fuzzers): wire::ReadHttpResponse with IMDS's caps (headers
+// and chunk framing 16 KiB, body 1 MiB), status 200 required, then ParseAttestedDocument.
+// header_deadline bounds the wait for the headers, attempt the whole read; transport errors
+// are annotated with `what` ("GET <url>"), as FetchOnce's wire::HttpGet does.
 StatusOr<Secret> ReadAttestedResponse(wire::ByteStream& stream, Deadline header_deadline,
                                       Deadline attempt, const std::atomic<bool>& cancelled,
                                       const std::string& what);

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "node/imds.h"
+#include "node/lps_client.h"
 #include "wire/grpc_status.h"
 
 namespace hotfix::node {
@@ -29,19 +30,15 @@ class LpsFetcher {
   virtual FetchResult Fetch() = 0;
 };
 
-struct GrpcLpsFetcherOptions {
-  std::string node_config_path;
-  std::string nbc_cmd_path;
-  std::string connect_to;  // "HOST:PORT" TCP override; SNI and :authority stay the apiserver's
-  std::string server_name = "aks-security-patch.data.mcr.microsoft.com";
+// The endpoint (node config, nbc-cmd, --connect-to, --server-name, user agent) and what to ask.
+struct GrpcLpsFetcherOptions : LpsEndpoint {
   std::string component = "aksNodeController";
   int timeout_ms = 3000;  // one budget: resolve, connect, TLS, call
-  std::string user_agent;
 };
 
-// Resolves the endpoint and checks the CA first (no IMDS call for a node that cannot
-// connect), then fetches the attested token while it connects and handshakes, and calls
-// GetComponentConfig with the token as "authorization" metadata.
+// GetComponentConfig through CallLpsUnary (node/lps_client.h): the endpoint and CA checked
+// first, the attested token fetched while it connects and handshakes, then the call with the
+// token as "authorization" metadata.
 std::unique_ptr<LpsFetcher> NewGrpcLpsFetcher(GrpcLpsFetcherOptions options,
                                               AttestedTokenSource& tokens, Logger& log);
 

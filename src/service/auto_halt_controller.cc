@@ -55,6 +55,7 @@ std::shared_ptr<const StoreSnapshot> AutoHaltController::Rebuild(
       continue;
     }
     auto judged = std::make_shared<ComponentConfig>(*config);
+    judged->file = config;
     for (Rollout& rollout : judged->rollouts) {
       if (!rollout.auto_halt) continue;
       auto it = states_.find({component, rollout.name});

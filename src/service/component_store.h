@@ -34,6 +34,10 @@ struct ComponentConfig {
   std::optional<std::map<std::string, std::string>> hotfixes;
   std::string hotfixes_json;  // ServedHotfixesJson(*hotfixes), made once at load (access log)
   std::vector<Rollout> rollouts;
+  // Set when this config is the automatic halt's judgement of a file (auto_halt_controller.h):
+  // the file as loaded. Reports are attributed by the file, so that the evidence of a halted
+  // or held rollout keeps growing with its nodes' later reports.
+  std::shared_ptr<const ComponentConfig> file;
 
   // What the node is served at `now`, and which rollouts applied (indexes).
   std::string ServedTo(const RolloutNode& node, RolloutTime now,

@@ -166,10 +166,13 @@ bool LivePatchingServiceImpl::CheckReport(const OutcomeReport& report,
 
 void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* decision) {
   const OutcomeReport& report = *input.report;
-  const ComponentConfig& config = *decision->rollout_config;
+  // As the file says, whatever the automatic halt judged: a halted rollout's nodes still
+  // report how its hotfix went.
+  const ComponentConfig& config =
+      decision->rollout_config->file ? *decision->rollout_config->file : *decision->rollout_config;
   if (config.has_rollouts) {
-    // The rollouts that serve this node now (the answer's pure function), and of those the
-    // ones that name the reported version for its base.
+    // The rollouts that serve this node now by the file (the answer's pure function), and of
+    // those the ones that name the reported version for its base.
     std::vector<size_t> applied;
     config.ServedTo(NodeOf(decision->identity, input.authority), RolloutNow(), &applied);
     for (size_t i : applied) {

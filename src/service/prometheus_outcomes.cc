@@ -28,6 +28,7 @@ std::string QueryEscape(std::string_view s) {
   return out;
 }
 
+// The reports each step of `step` added, summed over replicas (prometheus_outcomes.h).
 std::string OutcomesQuery(std::chrono::seconds step) {
   const std::string m = kMetricRolloutOutcomes;
   const std::string offset = " offset " + std::to_string(step.count()) + "s";
@@ -83,46 +84,99 @@ std::optional<double> SampleValue(const json& pair, double* time) {
   return v;
 }
 
+// Requests of at most this many steps (Prometheus refuses more than 11,000 points a series).
+constexpr int64_t kMaxStepsPerRequest = 10000;
+// Steps read again at each evaluation: a scrape is stored some time after its timestamp, so
+// the last steps read may have grown since.
+constexpr int64_t kRereadSteps = 10;
+constexpr std::chrono::seconds kRereadAtLeast{60};
+
+int64_t Seconds(RolloutTime t) { return t.time_since_epoch().count(); }
+
 class PrometheusOutcomeSource final : public OutcomeSource {
  public:
   explicit PrometheusOutcomeSource(PrometheusOutcomeOptions options)
-      : options_(std::move(options)) {
+      : options_(std::move(options)), step_(PrometheusStep(options_.step)) {
     while (!options_.url.empty() && options_.url.back() == '/') options_.url.pop_back();
   }
 
   StatusOr<OutcomeEvidence> Fetch(RolloutTime from, RolloutTime now) override {
-    using std::chrono::seconds;
-    const seconds step =
-        PrometheusStep(std::chrono::duration_cast<seconds>(now - from), options_.min_step);
-    // Steps on multiples of `step`, the first one at or before `from`.
-    const int64_t start = (from.time_since_epoch().count() / step.count()) * step.count();
-    const std::string range = options_.url +
-                              "/api/v1/query_range?query=" + QueryEscape(OutcomesQuery(step)) +
-                              "&start=" + std::to_string(start) +
-                              "&end=" + std::to_string(now.time_since_epoch().count()) +
-                              "&step=" + std::to_string(step.count());
-    StatusOr<std::string> matrix = Get(range);
-    if (!matrix.ok()) return matrix.status();
-    StatusOr<OutcomeEvidence> evidence = ParseOutcomeMatrix(*matrix, step);
-    if (!evidence.ok()) return evidence;
-    const std::string instant = options_.url + "/api/v1/query?query=" + QueryEscape(KnownQuery()) +
-                                "&time=" + std::to_string(now.time_since_epoch().count());
-    StatusOr<std::string> known = Get(instant);
+    const int64_t step = step_.count();
+    from = std::max(from, now - options_.max_window);
+    // Steps end on multiples of the step; the first ends at or before `from`.
+    const RolloutTime first(std::chrono::seconds(Seconds(from) / step * step));
+    const RolloutTime last(std::chrono::seconds(Seconds(now) / step * step));
+    RolloutTime read_from = first;
+    if (kept_until_ && first >= kept_from_) {
+      const auto reread = std::max<std::chrono::seconds>(step_ * kRereadSteps, kRereadAtLeast);
+      read_from = std::max(kept_from_, *kept_until_ - reread);
+      read_from = RolloutTime(std::chrono::seconds(Seconds(read_from) / step * step));
+    }
+    OutcomeEvidence read;
+    for (RolloutTime chunk = read_from; chunk <= last; chunk += step_ * kMaxStepsPerRequest) {
+      const RolloutTime chunk_end = std::min(last, chunk + step_ * (kMaxStepsPerRequest - 1));
+      StatusOr<std::string> body =
+          Get("/api/v1/query_range?query=" + QueryEscape(OutcomesQuery(step_)) +
+              "&start=" + std::to_string(Seconds(chunk)) +
+              "&end=" + std::to_string(Seconds(chunk_end)) + "&step=" + std::to_string(step));
+      if (!body.ok()) return body.status();
+      StatusOr<OutcomeEvidence> part = ParseOutcomeMatrix(*body, step_);
+      if (!part.ok()) return part.status();
+      for (auto& [key, steps] : part->steps) {
+        auto& into = read.steps[key];
+        into.insert(into.end(), steps.begin(), steps.end());
+      }
+    }
+    Keep(read, read_from, last);
+
+    OutcomeEvidence evidence;
+    evidence.steps = kept_;
+    if (now > last) {  // the step in progress, read at `now`
+      const std::chrono::seconds back = now - last;
+      StatusOr<std::string> body = Get("/api/v1/query?query=" + QueryEscape(OutcomesQuery(back)) +
+                                       "&time=" + std::to_string(Seconds(now)));
+      if (!body.ok()) return body.status();
+      StatusOr<OutcomeEvidence> partial = ParseOutcomeVector(*body, last, now);
+      if (!partial.ok()) return partial.status();
+      for (auto& [key, steps] : partial->steps) {
+        auto& into = evidence.steps[key];
+        into.insert(into.end(), steps.begin(), steps.end());
+      }
+    }
+    StatusOr<std::string> known = Get("/api/v1/query?query=" + QueryEscape(KnownQuery()) +
+                                      "&time=" + std::to_string(Seconds(now)));
     if (!known.ok()) return known.status();
-    if (Status st = ParseKnownRollouts(*known, &*evidence); !st.ok()) return st;
+    if (Status st = ParseKnownRollouts(*known, &evidence); !st.ok()) return st;
     return evidence;
   }
 
  private:
-  StatusOr<std::string> Get(const std::string& url) {
+  // Replaces what is kept from `read_from` on with `read`, steps ending in [read_from, last].
+  void Keep(const OutcomeEvidence& read, RolloutTime read_from, RolloutTime last) {
+    if (!kept_until_ || read_from < kept_from_) {
+      kept_.clear();
+      kept_from_ = read_from;
+    }
+    for (auto& [key, steps] : kept_) {
+      std::erase_if(steps, [&](const TallyStep& s) { return s.end >= read_from; });
+    }
+    for (const auto& [key, steps] : read.steps) {
+      auto& into = kept_[key];
+      into.insert(into.end(), steps.begin(), steps.end());
+    }
+    std::erase_if(kept_, [](const auto& entry) { return entry.second.empty(); });
+    kept_until_ = last;
+  }
+
+  StatusOr<std::string> Get(const std::string& path_and_query) {
     wire::HttpGetOptions get;
-    get.url_label = "prometheus url";
+    get.url_label = "--prometheus-url";
     get.request.user_agent = "live-patching-service";
     get.response.label = "prometheus";
     get.response.max_body_bytes = options_.max_body_bytes;
     get.connect_timeout = options_.timeout;
     StatusOr<wire::HttpResponse> response =
-        wire::HttpGet(url, get, Deadline::After(options_.timeout));
+        wire::HttpGet(options_.url + path_and_query, get, Deadline::After(options_.timeout));
     if (!response.ok()) return response.status();
     // Prometheus answers a bad query with 400 or 422 and a JSON error, which Result reads.
     if (response->status != 200 && response->status != 400 && response->status != 422) {
@@ -132,18 +186,63 @@ class PrometheusOutcomeSource final : public OutcomeSource {
   }
 
   PrometheusOutcomeOptions options_;
+  const std::chrono::seconds step_;
+  // The steps read so far (ends in [kept_from_, *kept_until_]), per rollout. Only the
+  // controller's thread calls Fetch.
+  std::map<RolloutKey, std::vector<TallyStep>> kept_;
+  RolloutTime kept_from_{};
+  std::optional<RolloutTime> kept_until_;
 };
 
 }  // namespace
 
-std::chrono::seconds PrometheusStep(std::chrono::seconds window, std::chrono::seconds min_step) {
-  static constexpr int64_t kSteps[] = {1,   2,   5,    10,   15,   30,    60,    120,  300,
-                                       600, 900, 1800, 3600, 7200, 21600, 43200, 86400};
-  const int64_t need = std::max<int64_t>({1, min_step.count(), (window.count() + 9999) / 10000});
+std::chrono::seconds PrometheusStep(std::chrono::seconds interval) {
+  static constexpr int64_t kSteps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600};
   for (int64_t s : kSteps) {
-    if (s >= need) return std::chrono::seconds(s);
+    if (s >= interval.count()) return std::chrono::seconds(s);
   }
-  return std::chrono::seconds(((need + 86399) / 86400) * 86400);
+  return std::chrono::seconds(3600);
+}
+
+namespace {
+
+// Reports and failures of one series' sample.
+struct SeriesOf {
+  RolloutKey key;
+  bool failure = false;
+};
+std::optional<SeriesOf> OutcomeSeries(const json& series) {
+  std::optional<std::string> component = Label(series, "component");
+  std::optional<std::string> rollout = Label(series, "rollout");
+  std::optional<std::string> outcome = Label(series, "outcome");
+  if (!component || !rollout || rollout->empty()) return std::nullopt;  // unattributed
+  // An outcome this service does not name (a newer replica's) counts as a failure.
+  std::optional<ReportedOutcome> kind = ReportedOutcomeFromName(outcome.value_or(""));
+  return SeriesOf{{*component, *rollout}, !kind || IsFailure(*kind)};
+}
+
+TallyStep StepOf(RolloutTime start, RolloutTime end, double value, bool failure) {
+  const auto added = static_cast<uint64_t>(std::llround(std::max(0.0, value)));
+  return {start, end, {added, failure ? added : 0}};
+}
+
+}  // namespace
+
+StatusOr<OutcomeEvidence> ParseOutcomeVector(std::string_view body, RolloutTime start,
+                                             RolloutTime end) {
+  StatusOr<json> result = Result(body, "vector");
+  if (!result.ok()) return result.status();
+  OutcomeEvidence evidence;
+  for (const json& series : *result) {
+    std::optional<SeriesOf> of = OutcomeSeries(series);
+    auto value = series.find("value");
+    if (!of || value == series.end()) continue;
+    double time = 0;
+    std::optional<double> v = SampleValue(*value, &time);
+    if (!v) return Status::Unavailable("prometheus answer has a malformed sample");
+    evidence.steps[of->key].push_back(StepOf(start, end, *v, of->failure));
+  }
+  return evidence;
 }
 
 StatusOr<OutcomeEvidence> ParseOutcomeMatrix(std::string_view body, std::chrono::seconds step) {
@@ -151,26 +250,16 @@ StatusOr<OutcomeEvidence> ParseOutcomeMatrix(std::string_view body, std::chrono:
   if (!result.ok()) return result.status();
   OutcomeEvidence evidence;
   for (const json& series : *result) {
-    std::optional<std::string> component = Label(series, "component");
-    std::optional<std::string> rollout = Label(series, "rollout");
-    std::optional<std::string> outcome = Label(series, "outcome");
+    std::optional<SeriesOf> of = OutcomeSeries(series);
     auto values = series.find("values");
-    if (!component || !rollout || rollout->empty() || values == series.end() ||
-        !values->is_array()) {
-      continue;  // unattributed reports, or not our series
-    }
-    // An outcome this service does not name (a newer replica's) counts as a failure.
-    std::optional<ReportedOutcome> kind = ReportedOutcomeFromName(outcome.value_or(""));
-    const bool failure = !kind || IsFailure(*kind);
-    std::vector<TallyStep>& steps = evidence.steps[{*component, *rollout}];
+    if (!of || values == series.end() || !values->is_array()) continue;
+    std::vector<TallyStep>& steps = evidence.steps[of->key];
     for (const json& pair : *values) {
       double time = 0;
       std::optional<double> v = SampleValue(pair, &time);
       if (!v) return Status::Unavailable("prometheus answer has a malformed sample");
-      const auto added = static_cast<uint64_t>(std::llround(std::max(0.0, *v)));
       const RolloutTime end(std::chrono::seconds(std::llround(time)));
-      TallyStep tally{end - step, end, {added, failure ? added : 0}};
-      steps.push_back(tally);
+      steps.push_back(StepOf(end - step, end, *v, of->failure));
     }
   }
   return evidence;

@@ -285,7 +285,7 @@ Status Server::Impl::StartAutoHalt() {
   if (!config.prometheus_url.empty()) {
     PrometheusOutcomeOptions prometheus_options;
     prometheus_options.url = config.prometheus_url;
-    prometheus_options.min_step =
+    prometheus_options.step =
         std::max(std::chrono::seconds(1),
                  std::chrono::duration_cast<std::chrono::seconds>(config.auto_halt_interval));
     auto source = NewPrometheusOutcomeSource(std::move(prometheus_options));

@@ -1,7 +1,7 @@
 // IMDS's answer, as bytes from the peer on 169.254.169.254:80 (anything on the node's network
-// path can answer there): the HTTP/1.1 response (Beast, with the header and body caps), the
-// status check, and the attested document's JSON (ReadAttestedResponse, the code FetchOnce
-// runs on its TCP connection).
+// path can answer there): the HTTP/1.1 response (wire::ReadHttpResponse: Beast, with IMDS's
+// caps), the status check, and the attested document's JSON (ReadAttestedResponse: the reader
+// options and checks FetchOnce applies to its TCP connection).
 //
 // Property: the outcome (the token, or the kind of failure) does not depend on how the bytes
 // are split into reads; a token is never empty.

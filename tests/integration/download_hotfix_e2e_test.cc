@@ -2,7 +2,9 @@
 // files of a scratch node, and the package managers found through PATH. Recording stand-ins
 // (first on PATH) log each argv exactly and play scripted exit codes, hangs and outputs; the
 // install itself is done once by the real dpkg, from a .deb built here with dpkg-deb, into a
-// scratch root (dpkg --root), and confirmed by the real dpkg-query.
+// scratch root (dpkg --root), and confirmed by the real dpkg-query. The outcome report goes,
+// as check-hotfix's call does, through the real HAProxy to a libgrpc++ service, with the
+// attested document from an IMDS stand-in.
 #include <signal.h>
 
 #include <chrono>
@@ -16,8 +18,12 @@
 
 #include "bin_dir.h"
 #include "check_hotfix_run.h"
+#include "imds_standin.h"
+#include "ports.h"
+#include "proxied_lps.h"
 #include "subprocess.h"
 #include "temp_dir.h"
+#include "test_certs.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -82,31 +88,20 @@ class DownloadHotfixE2eTest : public ::testing::Test {
 
   SpawnOptions Spawn(std::vector<std::string> extra, const std::string& current = "202604.01.0") {
     SpawnOptions spawn;
-    spawn.argv = {BinDir() + "/hotfix-agent",
-                  "download-hotfix",
-                  "--hotfix-pointer",
-                  node_.File("opt/aks-node-controller-hotfix.json"),
-                  "--current-version",
-                  current,
-                  "--os-release",
-                  node_.File("etc/os-release"),
-                  "--apt-sources-dir",
-                  node_.File("etc/apt/sources.list.d"),
-                  "--package-binary",
+    spawn.argv = {BinDir() + "/hotfix-agent", "download-hotfix", "--hotfix-pointer",
+                  node_.File("opt/aks-node-controller-hotfix.json"), "--current-version", current,
+                  "--os-release", node_.File("etc/os-release"), "--apt-sources-dir",
+                  node_.File("etc/apt/sources.list.d"), "--package-binary",
                   package_binary_.empty() ? node_.File("usr/bin/aks-node-controller").string()
                                           : package_binary_,
-                  "--vhd-binary",
-                  vhd_,
-                  "--hotfix-binary",
-                  Hotfix(),
-                  "--node-custom-data",
-                  node_.File("opt/nodecustomdata.yml"),
-                  "--retry-backoff-ms",
-                  "10",
-                  "--events-dir",
-                  node_.File("events"),
-                  "--log-file",
-                  node_.File("agent.log")};
+                  "--vhd-binary", vhd_, "--hotfix-binary", Hotfix(), "--node-custom-data",
+                  node_.File("opt/nodecustomdata.yml"), "--retry-backoff-ms", "10", "--events-dir",
+                  node_.File("events"), "--log-file", node_.File("agent.log"),
+                  // No bootstrap files unless a test writes them: the report then fails at
+                  // once, locally, without asking IMDS.
+                  "--node-config", node_.File("opt/aks-node-controller-config.json"), "--nbc-cmd",
+                  node_.File("opt/aks-node-controller-nbc-cmd.sh")};
+    spawn.argv.insert(spawn.argv.end(), report_args_.begin(), report_args_.end());
     spawn.argv.insert(spawn.argv.end(), extra.begin(), extra.end());
     spawn.env["PATH"] = node_.File("fakebin").string() +
                         ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -151,6 +146,7 @@ class DownloadHotfixE2eTest : public ::testing::Test {
   TempDir node_{"download-hotfix-node"};
   fs::path vhd_;
   std::string package_binary_;
+  std::vector<std::string> report_args_;  // the outcome report's flags, when a test sets them
 };
 
 TEST_F(DownloadHotfixE2eTest, AptPathRunsTheExactCommandsAndStagesTheBinary) {
@@ -390,6 +386,185 @@ TEST_F(DownloadHotfixE2eTest, CommandLineErrors) {
         "--retry-backoff-ms", "--command-timeout-ms", "--events-dir", "--log-file", "--dry-run"}) {
     EXPECT_THAT(help.stdout_text, HasSubstr(f));
   }
+  for (const char* f : {"--node-config", "--nbc-cmd", "--imds-url", "--connect-to", "--server-name",
+                        "--component", "--no-report"}) {
+    EXPECT_THAT(help.stdout_text, HasSubstr(f));
+  }
+}
+
+// ---- The outcome report ------------------------------------------------------------------
+//
+//   hotfix-agent download-hotfix --TLS--> HAProxy --ALPN aks-live-patching--> HelloTap -->
+//        |                                       FakeLpsServer (ReportHotfixOutcome)
+//        `--HTTP--> ImdsStandin
+
+constexpr char kFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
+constexpr auto kReportBudget = 3s;
+constexpr auto kSlack = 1500ms;  // process exit, ASan, a loaded machine
+
+class DownloadHotfixReportE2eTest : public DownloadHotfixE2eTest {
+ protected:
+  DownloadHotfixReportE2eTest() {
+    node_.Write("opt/aks-node-controller-config.json",
+                NodeConfigJson(kFqdn, ca_.cert_pem()).dump());
+    report_args_ = {"--imds-url", imds_.document_url(), "--connect-to",
+                    LoopbackAddress(stack_.proxy.frontend_port())};
+    Pointer(R"({"hotfixes":{"202604.01":"202604.01.1"}})");
+    PackageBinary("hotfix binary 202604.01.1");
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      ADD_FAILURE() << "HAProxy log:\n"
+                    << stack_.proxy.Log() << "\nagent log:\n"
+                    << node_.Read("agent.log");
+    }
+  }
+
+  // A run as the launcher makes it, with a developer's or CI's proxy variables removed.
+  RunResult Run(std::vector<std::string> extra = {}) {
+    SpawnOptions spawn = Spawn(std::move(extra));
+    for (const char* name : {"HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "HTTP_PROXY",
+                             "http_proxy", "ALL_PROXY", "all_proxy"}) {
+      spawn.unset_env.push_back(name);
+    }
+    return RunProcess(std::move(spawn), kRunTimeout);
+  }
+  std::vector<Json> LogLines() const { return JsonLines(node_.Read("agent.log")); }
+  // The log line with this message, or null.
+  Json LogLine(const std::string& msg) const {
+    for (const Json& line : LogLines()) {
+      if (line.value("msg", "") == msg) return line;
+    }
+    return nullptr;
+  }
+  std::string Marker() const { return node_.Read("opt/aks-node-controller-hotfix-report.json"); }
+
+  TestCa ca_ = TestCa::Create("test-cluster-ca");
+  ProxiedLps stack_{ca_, kFqdn};
+  ImdsStandin imds_;
+};
+
+TEST_F(DownloadHotfixReportE2eTest, AnInstallReportsInstalledThroughTheAlpnRoute) {
+  RunResult run = Run();
+  ASSERT_TRUE(run.status.success()) << run.status.ToString() << run.stderr_text;
+  EXPECT_EQ(node_.Read("opt/aks-node-controller-hotfix"), "hotfix binary 202604.01.1");
+
+  ASSERT_EQ(stack_.lps.report_count(), 1u);
+  LpsReport report = stack_.lps.reports().at(0);
+  EXPECT_EQ(report.call.component_name, "aksNodeController");
+  EXPECT_EQ(report.base_version, "202604.01");
+  EXPECT_EQ(report.hotfix_version, "202604.01.1");
+  EXPECT_EQ(report.outcome_name, "HOTFIX_OUTCOME_INSTALLED");
+  EXPECT_EQ(report.detail, "");
+  // The identity and transport of check-hotfix's call.
+  ASSERT_EQ(report.call.Count("authorization"), 1u);
+  std::vector<std::string> served = imds_.served_signatures();
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_EQ(report.call.Authorization(), served[0]);
+  EXPECT_EQ(imds_.requests().at(0).Header("Metadata"), "true");
+  EXPECT_EQ(report.call.authority, kFqdn);
+  EXPECT_THAT(report.call.UserAgent(), HasSubstr("hotfix-agent/"));
+  ASSERT_TRUE(report.call.deadline_remaining.has_value()) << "no grpc-timeout sent";
+  EXPECT_LE(report.call.deadline_remaining->count(), 3000);
+  ASSERT_EQ(stack_.tap.connection_count(), 1u);
+  TappedConnection seen = stack_.tap.connections().at(0);
+  EXPECT_EQ(seen.hello.sni, kFqdn);
+  EXPECT_THAT(seen.hello.alpn, ElementsAre("aks-live-patching", "h2"));
+  EXPECT_EQ(stack_.lps.call_count(), 0u);  // no GetComponentConfig
+  EXPECT_EQ(stack_.apiserver.accepted_count(), 0u);
+
+  EXPECT_EQ(Json::parse(Marker()),
+            Json::parse(R"({"base":"202604.01","version":"202604.01.1","outcome":"INSTALLED"})"));
+  Json sent = LogLine("reported hotfix outcome to LPS");
+  ASSERT_FALSE(sent.is_null()) << node_.Read("agent.log");
+  EXPECT_EQ(sent["outcome"], "INSTALLED");
+  OnlyEvent();  // still exactly one event
+  // The token is a credential: it appears in no log line.
+  EXPECT_THAT(node_.Read("agent.log"), Not(HasSubstr(served[0].substr(0, 40))));
+  EXPECT_THAT(run.stderr_text, Not(HasSubstr(served[0].substr(0, 40))));
+}
+
+TEST_F(DownloadHotfixReportE2eTest, AFailingPackageManagerReportsInstallFailedAndKeepsItsCode) {
+  Tool("apt-get", "case \"$1\" in install) exit 100;; esac\n");
+  RunResult run = Run();
+  EXPECT_TRUE(run.status.exited);
+  EXPECT_EQ(run.status.exit_code, 100);
+  EXPECT_FALSE(fs::exists(Hotfix()));
+  ASSERT_GE(stack_.lps.report_count(), 1u);
+  LpsReport report = stack_.lps.reports().back();
+  EXPECT_EQ(report.outcome_name, "HOTFIX_OUTCOME_INSTALL_FAILED");
+  EXPECT_EQ(report.hotfix_version, "202604.01.1");
+  EXPECT_THAT(report.detail, HasSubstr("failed after 5 attempts: exit status 100"));
+  EXPECT_LE(report.detail.size(), 256u);
+  EXPECT_EQ(Json::parse(Marker())["outcome"], "INSTALL_FAILED");
+}
+
+TEST_F(DownloadHotfixReportE2eTest, ARerunWithTheSameOutcomeSendsNothing) {
+  ASSERT_TRUE(Run().status.success());
+  ASSERT_EQ(stack_.lps.report_count(), 1u);
+  const std::string marker = Marker();
+  RunResult again = Run();
+  ASSERT_TRUE(again.status.success()) << again.stderr_text;
+  EXPECT_EQ(stack_.lps.report_count(), 1u);
+  EXPECT_EQ(imds_.request_count(), 1u);  // the marker is read before IMDS is asked
+  EXPECT_EQ(stack_.tap.connection_count(), 1u);
+  EXPECT_EQ(Marker(), marker);
+  EXPECT_FALSE(LogLine("hotfix outcome already reported to LPS; not sending it again").is_null());
+}
+
+TEST_F(DownloadHotfixReportE2eTest, AnUnavailableServiceLeavesNoMarkerAndTheNextRunSends) {
+  stack_.lps.SetReportStatus(grpc::StatusCode::UNAVAILABLE, "draining");
+  RunResult run = Run();
+  ASSERT_TRUE(run.status.success()) << run.stderr_text;
+  EXPECT_EQ(stack_.lps.report_count(), 1u);
+  EXPECT_FALSE(fs::exists(node_.File("opt/aks-node-controller-hotfix-report.json")));
+  Json failed = LogLine("failed to report hotfix outcome to LPS (fail-open)");
+  ASSERT_FALSE(failed.is_null()) << node_.Read("agent.log");
+  EXPECT_EQ(failed["level"], "WARN");
+  EXPECT_THAT(failed["error"].get<std::string>(), HasSubstr("code Unavailable: draining"));
+
+  stack_.lps.SetReportStatus(grpc::StatusCode::OK);
+  ASSERT_TRUE(Run().status.success());
+  EXPECT_EQ(stack_.lps.report_count(), 2u);
+  EXPECT_EQ(Json::parse(Marker())["outcome"], "INSTALLED");
+}
+
+// The report's part of the run is measured from the last package-manager command (the version
+// query stamps the time) to the end of the process: staging, the event and the report.
+TEST_F(DownloadHotfixReportE2eTest, AServiceThatNeverAnswersCannotHoldTheRunBeyondTheBudget) {
+  stack_.lps.SetReportDelay(60s);
+  Tool("dpkg-query", "date +%s%N > \"$FAKE_DIR/query.ns\"\nprintf 'installed\\t202604.01.1\\n'\n");
+  RunResult run = Run();
+  const auto ended = std::chrono::system_clock::now();
+  EXPECT_TRUE(run.status.success()) << run.status.ToString() << run.stderr_text;
+  EXPECT_EQ(node_.Read("opt/aks-node-controller-hotfix"), "hotfix binary 202604.01.1");
+  ASSERT_FALSE(node_.Read("query.ns").empty());
+  const std::chrono::system_clock::time_point queried{
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(std::stoll(node_.Read("query.ns"))))};
+  EXPECT_LT(ended - queried, kReportBudget + kSlack);
+  EXPECT_EQ(stack_.lps.report_count(), 1u);  // the service saw the call and never answered
+  EXPECT_FALSE(fs::exists(node_.File("opt/aks-node-controller-hotfix-report.json")));
+  Json failed = LogLine("failed to report hotfix outcome to LPS (fail-open)");
+  ASSERT_FALSE(failed.is_null()) << node_.Read("agent.log");
+  EXPECT_THAT(failed["error"].get<std::string>(), HasSubstr("DeadlineExceeded"));
+  EXPECT_LT(failed["durationMs"].get<int64_t>(), 3000 + 500);
+  OnlyEvent();
+}
+
+TEST_F(DownloadHotfixReportE2eTest, NoReportDryRunAndNothingToDoSendNothing) {
+  RunResult no_report = Run({"--no-report"});
+  ASSERT_TRUE(no_report.status.success()) << no_report.stderr_text;
+  EXPECT_FALSE(LogLine("hotfix outcome not reported to LPS (--no-report)").is_null());
+  RunResult dry = Run({"--dry-run"});
+  ASSERT_TRUE(dry.status.success()) << dry.stderr_text;
+  EXPECT_EQ(Json::parse(dry.stdout_text)["binary"]["outcome"], "wouldInstall");
+  Pointer(R"({"hotfixes":{"202604.01":"202604.01.0"}})");  // not an upgrade
+  ASSERT_TRUE(Run().status.success());
+  EXPECT_EQ(stack_.lps.report_count(), 0u);
+  EXPECT_EQ(imds_.request_count(), 0u);
+  EXPECT_EQ(stack_.tap.connection_count(), 0u);
+  EXPECT_FALSE(fs::exists(node_.File("opt/aks-node-controller-hotfix-report.json")));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <filesystem>
+#include <stdexcept>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -29,7 +30,12 @@ class RecordingRunner : public CommandRunner {
  public:
   CommandResult Run(const Argv& argv, const RunOptions& options) override {
     calls.push_back(argv);
+    if (throw_on_call) throw std::runtime_error("runner exploded");
     CommandResult r;
+    if ((argv[0] == "dpkg-query" || argv[0] == "rpm") && query_cannot_run) {
+      r.status = Status::IoError("exec: \"" + argv[0] + "\": executable file not found in $PATH");
+      return r;
+    }
     if (argv[0] == "dpkg-query" || argv[0] == "rpm") {
       r.exit_code = 0;
       r.output = options.capture_output ? query_output : "";
@@ -43,6 +49,8 @@ class RecordingRunner : public CommandRunner {
   std::vector<Argv> calls;
   std::deque<int> exit_codes;
   std::string query_output = "installed\t202604.01.1\n";
+  bool query_cannot_run = false;
+  bool throw_on_call = false;
 };
 
 class DownloadHotfixTest : public ::testing::Test {
@@ -266,12 +274,55 @@ TEST_F(DownloadHotfixTest, ScriptsFailureDoesNotStopTheBinary) {
   EXPECT_THAT(log_.Messages(), ::testing::Contains("failed to apply node custom data"));
 }
 
+// Each failure point has its kind, which the outcome report sends (hotfix_report.h).
+TEST_F(DownloadHotfixTest, EachFailurePointHasItsKind) {
+  Pointer(R"({"version":"202604.01.1"})");
+  auto kind = [&](const std::string& current = "202604.01.0") {
+    auto r = Run(current);
+    EXPECT_EQ(r.binary, r.binary_failure == BinaryFailure::kNone ? BinaryOutcome::kInstalled
+                                                                 : BinaryOutcome::kFailed);
+    EXPECT_TRUE(r.binary_targeted);
+    return r.binary_failure;
+  };
+  EXPECT_EQ(kind(), BinaryFailure::kStageFailed);  // no package binary to stage
+  InstalledBinary();
+  EXPECT_EQ(kind(), BinaryFailure::kNone);
+  runner_.query_output = "installed\t202604.01.10\n";
+  EXPECT_EQ(kind(), BinaryFailure::kVersionMismatch);
+  runner_.query_output = "";  // not installed at all
+  EXPECT_EQ(kind(), BinaryFailure::kVersionMismatch);
+  runner_.query_cannot_run = true;  // nothing learnt about the package: not a mismatch
+  EXPECT_EQ(kind(), BinaryFailure::kOther);
+  runner_.query_cannot_run = false;
+  runner_.exit_codes = {0, 0, 100};  // apt-get install fails every attempt
+  EXPECT_EQ(kind(), BinaryFailure::kInstallFailed);
+  runner_.exit_codes = {0};
+  etc_.Write("os-release", "ID=flatcar\n");
+  EXPECT_EQ(kind(), BinaryFailure::kPlatformUnsupported);
+  etc_.Write("os-release", "ID=ubuntu\n");
+  ::unlink(etc_.File("sources.list.d/microsoft-prod.list").c_str());
+  EXPECT_EQ(kind(), BinaryFailure::kPlatformUnsupported);
+
+  auto not_targeted = Run("202604.01.1");
+  EXPECT_FALSE(not_targeted.binary_targeted);
+  EXPECT_EQ(not_targeted.binary_failure, BinaryFailure::kNone);
+}
+
 class DownloadHotfixCommandTest : public DownloadHotfixTest {
  protected:
   DownloadHotfixResult RunCommand(const std::string& current) {
     options_.current_version = current;
     return RunDownloadHotfixCommand(options_, runner_, opt_.File(".lock"), events_.path(),
-                                    log_.logger());
+                                    log_.logger(), reporter_);
+  }
+  // Records what the reporter saw, and whether the run's lock was still held then.
+  void RecordReports() {
+    reporter_ = [this](const DownloadHotfixResult& r) {
+      reported_.push_back(r);
+      lock_held_while_reporting_.push_back(
+          !LockFile::Acquire(opt_.File(".lock"), Deadline::After({})).ok());
+      events_while_reporting_.push_back(events_.Names().size());
+    };
   }
   nlohmann::json OnlyEvent() {
     auto names = events_.Names();
@@ -280,6 +331,10 @@ class DownloadHotfixCommandTest : public DownloadHotfixTest {
                          : nlohmann::json::parse(ReadFile(events_.File(names[0])));
   }
   TempDir events_{"events"};
+  DownloadHotfixReporter reporter_;
+  std::vector<DownloadHotfixResult> reported_;
+  std::vector<bool> lock_held_while_reporting_;
+  std::vector<size_t> events_while_reporting_;
 };
 
 TEST_F(DownloadHotfixCommandTest, OneEventPerRun) {
@@ -331,6 +386,71 @@ TEST_F(DownloadHotfixCommandTest, DryRunWritesNoEventAndTakesNoLock) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_TRUE(events_.Names().empty());
   EXPECT_FALSE(std::filesystem::exists(opt_.File(".lock")));
+}
+
+}  // namespace
+}  // namespace hotfix::node
+
+namespace hotfix::node {
+namespace {
+
+TEST_F(DownloadHotfixCommandTest, TheReporterRunsOnceAfterTheEventUnderTheLock) {
+  RecordReports();
+  Pointer(R"({"version":"202604.01.1"})");
+  InstalledBinary();
+  auto r = RunCommand("202604.01.0");
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(reported_.size(), 1u);
+  EXPECT_EQ(reported_[0].binary, BinaryOutcome::kInstalled);
+  EXPECT_EQ(reported_[0].binary_target, "202604.01.1");
+  EXPECT_THAT(lock_held_while_reporting_, ElementsAre(true));
+  EXPECT_THAT(events_while_reporting_, ElementsAre(1u));
+  EXPECT_EQ(log_.Messages().back(), "aks-node-controller hotfix download finished");
+}
+
+TEST_F(DownloadHotfixCommandTest, TheReporterIsNotCalledWhenBusyNorInADryRun) {
+  RecordReports();
+  Pointer(R"({"version":"202604.01.1"})");
+  InstalledBinary();
+  {
+    StatusOr<LockFile> held = LockFile::Acquire(opt_.File(".lock"), Deadline::After({}));
+    ASSERT_TRUE(held.ok());
+    EXPECT_EQ(RunCommand("202604.01.0").binary, BinaryOutcome::kBusy);
+  }
+  options_.dry_run = true;
+  EXPECT_EQ(RunCommand("202604.01.0").binary, BinaryOutcome::kInstalled);
+  EXPECT_THAT(reported_, IsEmpty());
+}
+
+TEST_F(DownloadHotfixCommandTest, AReporterThatThrowsChangesNothing) {
+  reporter_ = [](const DownloadHotfixResult&) { throw std::runtime_error("reporter exploded"); };
+  Pointer(R"({"version":"202604.01.1"})");
+  InstalledBinary();
+  runner_.exit_codes = {0, 0, 100};
+  auto r = RunCommand("202604.01.0");
+  EXPECT_EQ(r.exit_code, 100);
+  EXPECT_EQ(r.binary_failure, BinaryFailure::kInstallFailed);
+  OnlyEvent();
+  EXPECT_THAT(log_.Messages(), ::testing::Contains("hotfix outcome report failed (fail-open)"));
+  EXPECT_EQ(log_.Messages().back(), "aks-node-controller hotfix download failed");
+}
+
+// An exception keeps what the run had learnt: the version it was installing, for the report.
+TEST_F(DownloadHotfixCommandTest, AnExceptionIsFailedOtherWithTheTarget) {
+  RecordReports();
+  Pointer(R"({"version":"202604.01.1"})");
+  runner_.throw_on_call = true;
+  auto r = RunCommand("202604.01.0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.binary, BinaryOutcome::kFailed);
+  EXPECT_EQ(r.binary_failure, BinaryFailure::kOther);
+  EXPECT_TRUE(r.binary_targeted);
+  EXPECT_EQ(r.binary_target, "202604.01.1");
+  EXPECT_THAT(r.error.message(), HasSubstr("unexpected exception: runner exploded"));
+  ASSERT_EQ(reported_.size(), 1u);
+  EXPECT_EQ(reported_[0].binary_failure, BinaryFailure::kOther);
+  EXPECT_THAT(OnlyEvent()["Message"].get<std::string>(),
+              HasSubstr("outcome=failed version=202604.01.1"));
 }
 
 }  // namespace

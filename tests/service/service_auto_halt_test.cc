@@ -432,13 +432,24 @@ TEST_F(ControllerTest, TheBackgroundThreadEvaluatesAtOnceAndWhenWoken) {
 
 // ---- Prometheus' answers ------------------------------------------------------------------
 
-TEST(PrometheusOutcomes, StepsDivideAMinuteAndStayUnderTheResolutionLimit) {
-  EXPECT_EQ(PrometheusStep(1h, 1s), 1s);
-  EXPECT_EQ(PrometheusStep(1h, 30s), 30s);
-  EXPECT_EQ(PrometheusStep(1h, 7s), 10s);
-  EXPECT_EQ(PrometheusStep(std::chrono::hours(24), 1s), 10s);        // 86400 / 10000 = 8.64
-  EXPECT_EQ(PrometheusStep(std::chrono::hours(24 * 7), 30s), 120s);  // 604800 / 10000 = 60.48
-  EXPECT_LE(std::chrono::hours(24 * 365) / PrometheusStep(std::chrono::hours(24 * 365), 1s), 10000);
+TEST(PrometheusOutcomes, StepsDivideAMinuteOrAnHour) {
+  EXPECT_EQ(PrometheusStep(1s), 1s);
+  EXPECT_EQ(PrometheusStep(3s), 5s);
+  EXPECT_EQ(PrometheusStep(30s), 30s);
+  EXPECT_EQ(PrometheusStep(45s), 60s);
+  EXPECT_EQ(PrometheusStep(std::chrono::hours(2)), 3600s);
+}
+
+TEST(PrometheusOutcomes, TheStepInProgressFromTheInstantQuery) {
+  auto e = ParseOutcomeVector(R"({"status":"success","data":{"resultType":"vector","result":[
+      {"metric":{"component":"aksNodeController","rollout":"canary","outcome":"stage_failed"},
+       "value":[1764806470,"2"]}]}})",
+                              T("2026-12-04T00:00:00Z"), T("2026-12-04T00:00:10Z"));
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  const TallyStep& s = e->steps.at({kAks, "canary"}).at(0);
+  EXPECT_EQ(s.start, T("2026-12-04T00:00:00Z"));
+  EXPECT_EQ(s.end, T("2026-12-04T00:00:10Z"));
+  EXPECT_EQ(s.added, (OutcomeTally{2, 2}));
 }
 
 TEST(PrometheusOutcomes, ParsesTheMatrixPerRolloutWithFailuresApart) {

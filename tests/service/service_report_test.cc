@@ -78,6 +78,15 @@ class FixedStore : public ComponentStore {
     snapshot->components[kAks] = std::make_shared<const ComponentConfig>(std::move(*parsed));
     snapshot_ = snapshot;
   }
+  // As the automatic halt serves it with rollout `index` halted (AutoHaltController).
+  void JudgeHalted(size_t index) {
+    auto judged = std::make_shared<ComponentConfig>(*snapshot_->components.at(kAks));
+    judged->file = snapshot_->components.at(kAks);
+    judged->rollouts.at(index).halted = true;
+    auto snapshot = std::make_shared<StoreSnapshot>(*snapshot_);
+    snapshot->components[kAks] = judged;
+    snapshot_ = snapshot;
+  }
   std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
 
  private:
@@ -154,6 +163,12 @@ TEST_F(ReportTest, AttributedToTheRolloutsThatServeTheNodeThatVersion) {
   // "canary" applies too, but names .4: the node installed .5, late's.
   EXPECT_THAT(metrics.outcomes, ElementsAre(std::make_tuple(kAks, "late", "installed")));
   EXPECT_THAT(metrics.calls, ElementsAre(std::make_pair("ReportHotfixOutcome", "OK")));
+}
+
+TEST_F(ReportTest, AnAutoHaltedRolloutsReportsStillCountForIt) {
+  store.JudgeHalted(1);  // "late", halted by its evidence
+  ASSERT_EQ(Call("vm-1", Request("202604.01.5")).code, GrpcCode::kOk);
+  EXPECT_THAT(metrics.outcomes, ElementsAre(std::make_tuple(kAks, "late", "installed")));
 }
 
 TEST_F(ReportTest, AVersionNoApplyingRolloutNamesIsUnattributed) {

@@ -25,9 +25,9 @@ std::optional<std::chrono::milliseconds> RemainingDeadline(const grpc::ServerCon
   return std::chrono::duration_cast<std::chrono::milliseconds>(left);
 }
 
-LpsCall DescribeCall(const grpc::ServerContext& ctx, const pb::GetComponentConfigRequest& req) {
+LpsCall DescribeCall(const grpc::ServerContext& ctx, const std::string& component_name) {
   LpsCall call;
-  call.component_name = req.component_name();
+  call.component_name = component_name;
   for (const auto& [key, value] : ctx.client_metadata()) {
     call.metadata.emplace(ToString(key), ToString(value));
   }
@@ -54,7 +54,7 @@ class FakeLpsServer::Service final : public pb::LivePatchingService::Service {
                                   const pb::GetComponentConfigRequest* req,
                                   pb::GetComponentConfigResponse* resp) override {
     // Recorded on arrival so tests can see a call that is still being delayed.
-    uint64_t sequence = owner_.RecordCall(DescribeCall(*ctx, *req));
+    uint64_t sequence = owner_.RecordCall(DescribeCall(*ctx, req->component_name()));
     LpsBehavior behavior = owner_.behavior();
     SleepUnlessCancelled(*ctx, behavior.delay);
     if (ctx->IsCancelled()) owner_.MarkCancelled(sequence);
@@ -65,6 +65,24 @@ class FakeLpsServer::Service final : public pb::LivePatchingService::Service {
     if (behavior.code != grpc::StatusCode::OK) return grpc::Status(behavior.code, behavior.message);
     resp->set_component_name(behavior.response_component_name.value_or(req->component_name()));
     resp->set_config(behavior.config);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ReportHotfixOutcome(grpc::ServerContext* ctx,
+                                   const pb::ReportHotfixOutcomeRequest* req,
+                                   pb::ReportHotfixOutcomeResponse*) override {
+    LpsReport report;
+    report.call = DescribeCall(*ctx, req->component_name());
+    report.base_version = req->base_version();
+    report.hotfix_version = req->hotfix_version();
+    report.outcome = req->outcome();
+    report.outcome_name = pb::HotfixOutcome_Name(req->outcome());
+    report.detail = req->detail();
+    uint64_t sequence = owner_.RecordReport(std::move(report));
+    LpsReportBehavior behavior = owner_.report_behavior();
+    SleepUnlessCancelled(*ctx, behavior.delay);
+    if (ctx->IsCancelled()) owner_.MarkReportCancelled(sequence);
+    if (behavior.code != grpc::StatusCode::OK) return grpc::Status(behavior.code, behavior.message);
     return grpc::Status::OK;
   }
 
@@ -156,6 +174,59 @@ void FakeLpsServer::SetConfig(std::string config) {
 void FakeLpsServer::SetOnlyComponent(std::optional<std::string> component) {
   std::lock_guard<std::mutex> lock(mu_);
   behavior_.only_component = std::move(component);
+}
+
+void FakeLpsServer::SetReportBehavior(LpsReportBehavior behavior) {
+  std::lock_guard<std::mutex> lock(mu_);
+  report_behavior_ = std::move(behavior);
+}
+
+void FakeLpsServer::SetReportStatus(grpc::StatusCode code, std::string message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  report_behavior_.code = code;
+  report_behavior_.message = std::move(message);
+}
+
+void FakeLpsServer::SetReportDelay(std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  report_behavior_.delay = delay;
+}
+
+LpsReportBehavior FakeLpsServer::report_behavior() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return report_behavior_;
+}
+
+uint64_t FakeLpsServer::RecordReport(LpsReport report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  report.call.sequence = ++next_report_sequence_;
+  const uint64_t sequence = report.call.sequence;
+  reports_.push_back(std::move(report));
+  changed_.notify_all();
+  return sequence;
+}
+
+void FakeLpsServer::MarkReportCancelled(uint64_t sequence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& report : reports_) {
+    if (report.call.sequence == sequence) report.call.cancelled = true;
+  }
+  changed_.notify_all();
+}
+
+std::vector<LpsReport> FakeLpsServer::reports() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reports_;
+}
+
+size_t FakeLpsServer::report_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reports_.size();
+}
+
+bool FakeLpsServer::WaitForReports(size_t n, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, timeout, [&] { return reports_.size() >= n; });
 }
 
 uint64_t FakeLpsServer::RecordCall(LpsCall call) {

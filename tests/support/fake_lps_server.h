@@ -1,6 +1,7 @@
 // FakeLpsServer: a real in-process libgrpc++ server (TLS via grpc::SslServerCredentials)
-// implementing akslivepatching.v1.LivePatchingService/GetComponentConfig with behaviour a
-// test sets at any time (thread-safe), recording everything each call carried.
+// implementing akslivepatching.v1.LivePatchingService/GetComponentConfig and
+// ReportHotfixOutcome with behaviour a test sets at any time (thread-safe), recording
+// everything each call carried.
 //
 //   FakeLpsServerOptions options;
 //   options.cert = IssueLocalServerCert(ca, {kLpsServerName});
@@ -8,6 +9,8 @@
 //   lps.SetConfig(R"({"hotfixes":{}})");           // or SetStatus(NOT_FOUND, "..."), SetDelay()
 //   ... run the client against 127.0.0.1:lps.port() ...
 //   LpsCall call = lps.calls().at(0);  call.Authorization(), call.deadline_remaining, ...
+//   lps.SetReportStatus(UNAVAILABLE, "draining");  // or SetReportDelay(); reports() records
+//   LpsReport report = lps.reports().at(0);  report.outcome_name, report.call.Authorization()
 #pragma once
 
 #include <grpcpp/generic/async_generic_service.h>
@@ -69,6 +72,25 @@ struct LpsCall {
   std::string UserAgent() const { return Metadata("user-agent"); }
 };
 
+// How ReportHotfixOutcome answers (GetComponentConfig's LpsBehavior does not apply to it).
+struct LpsReportBehavior {
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  std::string message;  // the grpc-message of a non-OK status
+  // Waited before answering; ends early if the client cancels or the server stops.
+  std::chrono::milliseconds delay{0};
+};
+
+// One ReportHotfixOutcome call: the request's fields, and what the call carried (in `call`,
+// whose component_name is the request's).
+struct LpsReport {
+  LpsCall call;
+  std::string base_version;
+  std::string hotfix_version;
+  int outcome = 0;           // the akslivepatching.v1.HotfixOutcome number
+  std::string outcome_name;  // e.g. "HOTFIX_OUTCOME_INSTALLED"
+  std::string detail;
+};
+
 struct FakeLpsServerOptions {
   CertAndKey cert;  // required: the server's chain and key
   std::string host = "127.0.0.1";
@@ -105,11 +127,21 @@ class FakeLpsServer {
   void SetConfig(std::string config);
   void SetOnlyComponent(std::optional<std::string> component);
 
-  // Every call so far, recorded on arrival (before any delay).
+  void SetReportBehavior(LpsReportBehavior behavior);
+  void SetReportStatus(grpc::StatusCode code, std::string message = "");
+  void SetReportDelay(std::chrono::milliseconds delay);
+
+  // Every GetComponentConfig call so far, recorded on arrival (before any delay).
   std::vector<LpsCall> calls() const;
   size_t call_count() const;
   bool WaitForCalls(size_t n, std::chrono::milliseconds timeout) const;
   void ClearCalls();
+
+  // Every ReportHotfixOutcome call so far, recorded on arrival (before any delay); on_call
+  // and max_recorded_calls do not apply to them.
+  std::vector<LpsReport> reports() const;
+  size_t report_count() const;
+  bool WaitForReports(size_t n, std::chrono::milliseconds timeout) const;
 
   void Shutdown();
 
@@ -118,6 +150,9 @@ class FakeLpsServer {
   friend class Service;
   uint64_t RecordCall(LpsCall call);
   void MarkCancelled(uint64_t sequence);
+  uint64_t RecordReport(LpsReport report);
+  void MarkReportCancelled(uint64_t sequence);
+  LpsReportBehavior report_behavior() const;
   bool stopping() const;
 
   mutable std::mutex mu_;
@@ -126,6 +161,9 @@ class FakeLpsServer {
   std::function<void(const LpsCall&)> on_call_;
   size_t max_recorded_calls_;
   std::vector<LpsCall> calls_;
+  LpsReportBehavior report_behavior_;
+  std::vector<LpsReport> reports_;
+  uint64_t next_report_sequence_ = 0;
   bool stopping_ = false;
   uint64_t next_sequence_ = 0;
   uint16_t port_ = 0;

@@ -1,0 +1,448 @@
+// The closed loop (docs/ROLLOUTS.md, "Automatic halt"), with real parts: two replicas of the
+// real live-patching-service behind the real HAProxy (deploy/haproxy/haproxy.cfg, its backend
+// given both replicas), the real Prometheus (Debian's package) scraping both, and nodes running
+// the real hotfix-agent: check-hotfix, then download-hotfix with a package-manager stand-in
+// that fails for some, each node with its own attested identity from an IMDS stand-in.
+//
+// Asserted: no halt before min_reports; then the halt on both replicas; a new node no longer
+// gets the canary; later successes and restarts of both replicas do not release it;
+// Prometheus stopped holds it (signal unavailable, still halted); moving `since` resumes;
+// bad and repeated reports are refused or dropped and nothing is counted twice.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "akslivepatching/v1/live_patching.grpc.pb.h"
+#include "haproxy.h"
+#include "prometheus.h"
+#include "service/rollout.h"
+#include "service_fixture.h"
+#include "tls_peer.h"
+
+namespace hotfix::testsupport {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+namespace pb = akslivepatching::v1;
+
+constexpr char kAks[] = "aksNodeController";
+constexpr char kCanaryVersion[] = "202604.01.4";
+constexpr char kBaseVersion[] = "202604.01.3";
+// The bound: every replica halts within two minutes of the threshold being crossed.
+constexpr auto kHaltWithin = 120s;
+constexpr auto kGenerous = 60s;
+
+// When the canary started: a minute before the test, so that its evidence (since the first
+// step) is a few minutes of one-second steps.
+std::string CanaryStart() {
+  static const std::string start = hotfix::service::FormatRolloutTime(
+      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) - 60s);
+  return start;
+}
+
+// The canary for everyone since CanaryStart(), halting at more than 25 % failures of at least
+// min_reports reports (or max_failures failures).
+Json ComponentFile(int min_reports, const std::string& since = "", int max_failures = 0) {
+  Json auto_halt = {{"max_failure_percent", 25}, {"min_reports", min_reports}};
+  if (!since.empty()) auto_halt["since"] = since;
+  if (max_failures > 0) auto_halt["max_failures"] = max_failures;
+  return {{"hotfixes", {{"202604.01", kBaseVersion}}},
+          {"rollouts",
+           {{{"name", "canary"},
+             {"hotfixes", {{"202604.01", kCanaryVersion}}},
+             {"steps", Json::array({{{"at", CanaryStart()}, {"percent", 100}}})},
+             {"auto_halt", auto_halt}}}}};
+}
+
+// deploy/haproxy/haproxy.cfg with its one service backend line given both replicas: the
+// shipped file otherwise, as operators run it.
+fs::path TwoReplicaHaproxyConfig(const TempDir& dir, uint16_t a, uint16_t b) {
+  std::ifstream in(Haproxy::DefaultConfigPath());
+  std::string cfg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string line = "    server lps \"${LP_SERVICE_ADDR}\"";
+  const size_t at = cfg.find(line);
+  EXPECT_NE(at, std::string::npos) << "the shipped HAProxy config changed its backend line";
+  if (at != std::string::npos) {
+    cfg.replace(at, line.size(),
+                "    balance roundrobin\n    server lps1 " + LoopbackAddress(a) +
+                    "\n    server lps2 " + LoopbackAddress(b));
+  }
+  return dir.Write("haproxy.cfg", cfg);
+}
+
+class AutoHaltE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    metrics_ports_ = {PickFreePort(), PickFreePort()};
+    grpc_ports_ = {PickFreePort(), PickFreePort()};
+    PrometheusOptions prometheus;
+    prometheus.targets = {LoopbackAddress(metrics_ports_[0]), LoopbackAddress(metrics_ports_[1])};
+    prometheus.scrape_interval = 1s;
+    prometheus_ = std::make_unique<PrometheusServer>(std::move(prometheus));
+    files_.WriteComponent(kAks, ComponentFile(24).dump());
+    for (int i = 0; i < 2; ++i) StartReplica(i);
+    HaproxyOptions options = AlpnRouteOptions(0, apiserver_.port());
+    options.config_path = TwoReplicaHaproxyConfig(dir_, replicas_[0]->port(), replicas_[1]->port());
+    proxy_ = std::make_unique<Haproxy>(std::move(options));
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      for (auto& r : replicas_) {
+        if (r) ADD_FAILURE() << "replica log (tail):\n" << Tail(r->Stderr(), 6000);
+      }
+      if (prometheus_) ADD_FAILURE() << "prometheus log:\n" << Tail(prometheus_->Log(), 3000);
+    }
+  }
+  static std::string Tail(const std::string& s, size_t n) {
+    return s.size() <= n ? s : s.substr(s.size() - n);
+  }
+
+  void StartReplica(int i) {
+    replicas_[i].reset();  // a restart: the old process first (its ports are reused)
+    std::vector<std::string> args =
+        files_.Args({"--metrics-listen", LoopbackAddress(metrics_ports_[i]), "--prometheus-url",
+                     prometheus_->url(), "--auto-halt-interval", "1s"});
+    // Fixed ports, so that HAProxy and Prometheus find a restarted replica where it was.
+    *(std::find(args.begin(), args.end(), "--listen") + 1) = LoopbackAddress(grpc_ports_[i]);
+    replicas_[i] = std::make_unique<ServiceProcess>(std::move(args));
+  }
+  void StopReplica(int i) {
+    replicas_[i]->process().Stop(30s);
+    replicas_[i].reset();
+  }
+
+  // The canary's row of GET /rollouts on replica i; null when there is none.
+  Json Canary(int i) const {
+    int status = 0;
+    std::string body = HttpGet(metrics_ports_[i], "/rollouts", &status);
+    if (status != 200) return nullptr;
+    Json doc = Json::parse(body, nullptr, false);
+    if (doc.is_discarded() || !doc["components"].contains(kAks)) return nullptr;
+    for (const Json& row : doc["components"][kAks]) {
+      if (row.value("name", "") == "canary") return row;
+    }
+    return nullptr;
+  }
+  // True once both replicas judged the evidence as holding `reports` reports.
+  bool BothSawReports(uint64_t reports, std::chrono::seconds within = kGenerous) const {
+    bool seen = false;
+    WaitFor(
+        [&] {
+          for (int i = 0; i < 2; ++i) {
+            Json row = Canary(i);
+            if (row.is_null() || row["auto_halt"]["signal"] != "ok" ||
+                row["auto_halt"]["reports"] != reports) {
+              return false;
+            }
+          }
+          return seen = true;
+        },
+        within);
+    return seen;
+  }
+  bool BothInState(const std::string& state, std::chrono::seconds within) const {
+    bool seen = false;
+    WaitFor(
+        [&] {
+          return seen =
+                     Canary(0).value("state", "") == state && Canary(1).value("state", "") == state;
+        },
+        within);
+    return seen;
+  }
+
+  // One node's whole provisioning: check-hotfix stages what the service serves it, then
+  // download-hotfix installs it with apt-get (a stand-in that fails when `fail`) and reports.
+  // Returns the version the pointer named.
+  std::string NodeBoots(int n, bool fail) {
+    TempDir node("auto-halt-node");
+    for (const char* d : {"opt", "usr/bin", "etc/apt/sources.list.d", "events", "fakebin"}) {
+      fs::create_directories(node.File(d));
+    }
+    node.Write("opt/aks-node-controller-config.json",
+               NodeConfigJson(kApiserverFqdn, files_.tls_ca().cert_pem()).dump());
+    node.Write("etc/os-release", "NAME=\"Ubuntu\"\nID=ubuntu\n");
+    node.Write("etc/apt/sources.list.d/microsoft-prod.list",
+               "deb [arch=amd64] https://packages.microsoft.com/ubuntu/22.04/prod jammy main\n");
+    fs::path vhd = node.Write("opt/aks-node-controller", "vhd binary\n");
+    node.Write("usr/bin/aks-node-controller", "hotfix binary\n");
+    auto tool = [&](const std::string& name, const std::string& body) {
+      fs::permissions(node.Write("fakebin/" + name, "#!/bin/sh\n" + body), fs::perms(0755));
+    };
+    tool("apt-get", fail ? "echo 'E: Unable to fetch archives' >&2; exit 100\n" : "exit 0\n");
+    tool("dpkg", "exit 0\n");
+    tool("dpkg-query", std::string("printf 'installed\\t") + kCanaryVersion + "\\n'\n");
+
+    ImdsStandinOptions imds_options;
+    imds_options.signer = files_.signer();
+    imds_options.vm_id = VmId(n);
+    imds_options.subscription_id = kSubscription;
+    ImdsStandin imds(std::move(imds_options));
+
+    CheckHotfixArgs check;
+    check.node_config = node.File("opt/aks-node-controller-config.json");
+    check.nbc_cmd = node.File("opt/nbc-cmd.sh");
+    check.pointer = node.File("opt/aks-node-controller-hotfix.json");
+    check.imds_url = imds.document_url();
+    check.connect_to = proxy_->frontend_address();
+    check.events_dir = node.File("events");
+    check.log_file = node.File("agent.log");
+    RunResult checked = RunProcess(CheckHotfixSpawn(check), kGenerous);
+    EXPECT_TRUE(checked.status.success()) << checked.stderr_text;
+    Json pointer = Json::parse(node.Read("opt/aks-node-controller-hotfix.json"), nullptr, false);
+    const std::string version =
+        pointer.is_object() ? pointer["hotfixes"].value("202604.01", "") : std::string();
+    if (version != kCanaryVersion) return version;  // nothing of the canary's to install
+
+    SpawnOptions spawn;
+    spawn.argv = {BinDir() + "/hotfix-agent",
+                  "download-hotfix",
+                  "--hotfix-pointer",
+                  check.pointer,
+                  "--current-version",
+                  "202604.01.0",
+                  "--os-release",
+                  node.File("etc/os-release"),
+                  "--apt-sources-dir",
+                  node.File("etc/apt/sources.list.d"),
+                  "--package-binary",
+                  node.File("usr/bin/aks-node-controller"),
+                  "--vhd-binary",
+                  vhd,
+                  "--hotfix-binary",
+                  node.File("opt/aks-node-controller-hotfix"),
+                  "--node-custom-data",
+                  node.File("opt/nodecustomdata.yml"),
+                  "--retry-backoff-ms",
+                  "10",
+                  "--events-dir",
+                  node.File("events"),
+                  "--log-file",
+                  check.log_file,
+                  "--node-config",
+                  check.node_config,
+                  "--nbc-cmd",
+                  check.nbc_cmd,
+                  "--imds-url",
+                  check.imds_url,
+                  "--connect-to",
+                  *check.connect_to};
+    spawn.env["PATH"] = node.File("fakebin").string() + ":/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const char* name : {"HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"}) {
+      spawn.unset_env.push_back(name);
+    }
+    RunResult downloaded = RunProcess(std::move(spawn), kGenerous);
+    // The package manager's own code on failure; the report never changes it.
+    EXPECT_EQ(downloaded.status.exit_code, fail ? 100 : 0) << downloaded.stderr_text;
+    EXPECT_THAT(node.Read("agent.log"), HasSubstr("reported hotfix outcome to LPS"))
+        << node.Read("agent.log");
+    return version;
+  }
+
+  static std::string VmId(int n) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "00000000-0000-4000-8000-%012d", n);
+    return buf;
+  }
+
+  // A report straight to replica i over libgrpc++, as node n.
+  grpc::Status Report(int i, int n, pb::HotfixOutcome outcome, const std::string& detail = "",
+                      const std::string& component = kAks, bool with_token = true) {
+    auto stub = pb::LivePatchingService::NewStub(replicas_[i]->Channel(files_));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    if (with_token) {
+      AttestedDocumentFields fields;
+      fields.vm_id = VmId(n);
+      fields.subscription_id = kSubscription;
+      ctx.AddMetadata("authorization", files_.Token(fields));
+    }
+    pb::ReportHotfixOutcomeRequest req;
+    req.set_component_name(component);
+    req.set_base_version("202604.01");
+    req.set_hotfix_version(kCanaryVersion);
+    req.set_outcome(outcome);
+    req.set_detail(detail);
+    pb::ReportHotfixOutcomeResponse resp;
+    return stub->ReportHotfixOutcome(&ctx, req, &resp);
+  }
+
+  // The reports Prometheus holds for the canary, summed over replicas (counters as scraped).
+  std::optional<double> PrometheusSum(const std::string& outcome_matcher = "") const {
+    return prometheus_->Scalar("sum(lp_rollout_outcomes_total{rollout=\"canary\"" +
+                               outcome_matcher + "})");
+  }
+
+  static constexpr char kSubscription[] = "8ecadfc9-d1a3-4ea4-b844-0d9f87e4d7c8";
+  TempDir dir_{"auto-halt-e2e"};
+  ServiceFiles files_;
+  std::vector<uint16_t> metrics_ports_;
+  std::vector<uint16_t> grpc_ports_;
+  std::unique_ptr<PrometheusServer> prometheus_;
+  std::unique_ptr<ServiceProcess> replicas_[2];
+  TlsPeer apiserver_{SilentApiserverOptions(files_.tls_ca(), kApiserverFqdn)};
+  std::unique_ptr<Haproxy> proxy_;
+};
+
+TEST_F(AutoHaltE2eTest, FailingNodesHaltTheCanaryOnEveryReplicaAndItStaysHalted) {
+  // 23 nodes, 12 of them failing (52 %): one short of min_reports, so no halt.
+  for (int n = 1; n <= 23; ++n) {
+    ASSERT_EQ(NodeBoots(n, /*fail=*/n % 2 == 0 || n == 23), kCanaryVersion) << "node " << n;
+  }
+  ASSERT_TRUE(BothSawReports(23)) << Canary(0).dump() << Canary(1).dump();
+  for (int i = 0; i < 2; ++i) {
+    Json row = Canary(i);
+    EXPECT_EQ(row["state"], "complete") << row.dump();
+    EXPECT_EQ(row["auto_halt"]["failures"], 12);
+    EXPECT_TRUE(row["auto_halt"]["halted_at"].is_null());
+    std::string metrics = HttpGet(metrics_ports_[i], "/metrics");
+    EXPECT_EQ(MetricValue(metrics, "lp_rollout_auto_halted", {{"rollout", "canary"}}), 0.0);
+  }
+  EXPECT_EQ(PrometheusSum(), 23.0);
+
+  // The 24th report is the sample: 13 of 24 failed.
+  const auto crossed = std::chrono::steady_clock::now();
+  ASSERT_EQ(NodeBoots(24, /*fail=*/true), kCanaryVersion);
+  ASSERT_TRUE(BothInState("auto-halted", kHaltWithin)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_LT(std::chrono::steady_clock::now() - crossed, kHaltWithin);
+  for (int i = 0; i < 2; ++i) {
+    Json row = Canary(i);
+    EXPECT_EQ(row["auto_halt"]["reports"], 24) << row.dump();
+    EXPECT_EQ(row["auto_halt"]["failures"], 13);
+    EXPECT_EQ(row["auto_halt"]["failure_percent"], 54.17);
+    EXPECT_FALSE(row["auto_halt"]["halted_at"].is_null());
+    EXPECT_EQ(row["percent"], 0);
+    EXPECT_EQ(MetricValue(HttpGet(metrics_ports_[i], "/metrics"), "lp_rollout_auto_halted",
+                          {{"rollout", "canary"}}),
+              1.0);
+    EXPECT_TRUE(replicas_[i]->Logged("rollout auto-halted"));
+  }
+  // Both replicas judged the same history: the same halt time.
+  EXPECT_EQ(Canary(0)["auto_halt"]["halted_at"], Canary(1)["auto_halt"]["halted_at"]);
+
+  // A node booting now is served the baseline, through either replica.
+  EXPECT_EQ(NodeBoots(100, false), kBaseVersion);
+  EXPECT_EQ(NodeBoots(101, false), kBaseVersion);
+
+  // Later successes do not release it.
+  for (int n = 200; n < 230; ++n) {
+    ASSERT_TRUE(Report(n % 2, n, pb::HOTFIX_OUTCOME_INSTALLED).ok());
+  }
+  ASSERT_TRUE(BothSawReports(54)) << Canary(0).dump();
+  EXPECT_EQ(Canary(0)["state"], "auto-halted");
+  EXPECT_EQ(Canary(1)["state"], "auto-halted");
+
+  // Nor do restarts of every replica: a new process judges the same history.
+  StopReplica(0);
+  StopReplica(1);
+  StartReplica(0);
+  StartReplica(1);
+  ASSERT_TRUE(BothSawReports(54)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["state"], "auto-halted");
+  EXPECT_EQ(Canary(1)["state"], "auto-halted");
+  EXPECT_EQ(NodeBoots(102, false), kBaseVersion);
+}
+
+TEST_F(AutoHaltE2eTest, WithoutPrometheusItIsHeldAndMovingSinceResumes) {
+  files_.WriteComponent(kAks, ComponentFile(10, "", /*max_failures=*/3).dump());
+  for (int n = 1; n <= 3; ++n) {
+    ASSERT_TRUE(
+        Report(n % 2, n, pb::HOTFIX_OUTCOME_VERSION_MISMATCH, "dpkg says 202604.01.1").ok());
+  }
+  ASSERT_TRUE(BothInState("auto-halted", kHaltWithin)) << Canary(0).dump();
+  EXPECT_THAT(Canary(0)["auto_halt"]["evidence"].get<std::string>(),
+              HasSubstr("failures 3 >= max_failures 3"));
+
+  // Prometheus gone: the signal is unavailable, and the halt holds.
+  prometheus_->Stop();
+  bool unavailable = false;
+  WaitFor(
+      [&] {
+        return unavailable = Canary(0)["auto_halt"]["signal"] == "unavailable" &&
+                             Canary(1)["auto_halt"]["signal"] == "unavailable";
+      },
+      kGenerous);
+  ASSERT_TRUE(unavailable) << Canary(0).dump();
+  EXPECT_EQ(Canary(0)["state"], "auto-halted");
+  EXPECT_EQ(Canary(1)["state"], "auto-halted");
+  EXPECT_EQ(MetricValue(HttpGet(metrics_ports_[0], "/metrics"), "lp_rollout_auto_halt_signal_ok",
+                        {{"rollout", "canary"}}),
+            0.0);
+  // A replica that starts while Prometheus is down knows nothing: it applies the canary to no
+  // one (the halt is not lost by a restart during the outage).
+  StopReplica(1);
+  StartReplica(1);
+  Json fresh = Canary(1);
+  EXPECT_EQ(fresh["auto_halt"]["signal"], "unavailable") << fresh.dump();
+  EXPECT_EQ(fresh["percent"], 0);
+  EXPECT_NE(NodeBoots(300, false), kCanaryVersion);
+  EXPECT_NE(NodeBoots(301, false), kCanaryVersion);
+
+  // Prometheus back (same data): both judge the history again, still halted.
+  prometheus_->Start();
+  ASSERT_TRUE(BothSawReports(3)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["state"], "auto-halted");
+  EXPECT_EQ(Canary(1)["state"], "auto-halted");
+
+  // A person moves `since` past the failures: resumed on both, and nodes get the canary again.
+  const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  const std::string since = hotfix::service::FormatRolloutTime(now + 2s);
+  std::this_thread::sleep_for(3s);
+  files_.WriteComponent(kAks, ComponentFile(10, since, 3).dump());
+  ASSERT_TRUE(BothInState("complete", kGenerous)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["auto_halt"]["reports"], 0);
+  EXPECT_EQ(Canary(0)["auto_halt"]["since"], since);
+  EXPECT_EQ(NodeBoots(302, false), kCanaryVersion);
+}
+
+TEST_F(AutoHaltE2eTest, BadAndRepeatedReportsAreRefusedOrDroppedAndNothingCountsTwice) {
+  EXPECT_EQ(Report(0, 1, pb::HOTFIX_OUTCOME_INSTALLED, "", kAks, /*with_token=*/false).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Report(0, 1, pb::HOTFIX_OUTCOME_INSTALLED, "", "noSuchComponent").error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  grpc::Status oversize = Report(0, 1, pb::HOTFIX_OUTCOME_INSTALL_FAILED, std::string(300, 'x'));
+  EXPECT_EQ(oversize.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(oversize.error_message(), HasSubstr("detail is 300 bytes, more than 256"));
+  EXPECT_EQ(Report(0, 1, pb::HOTFIX_OUTCOME_UNSPECIFIED).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Counted once: a repeat to the same replica is answered OK and dropped.
+  ASSERT_TRUE(Report(0, 1, pb::HOTFIX_OUTCOME_INSTALL_FAILED, "apt-get exited 100").ok());
+  ASSERT_TRUE(Report(0, 1, pb::HOTFIX_OUTCOME_INSTALL_FAILED, "apt-get exited 100").ok());
+  ASSERT_TRUE(Report(1, 2, pb::HOTFIX_OUTCOME_INSTALLED).ok());
+  ASSERT_TRUE(BothSawReports(2)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["auto_halt"]["failures"], 1);
+  EXPECT_EQ(PrometheusSum(), 2.0);
+  EXPECT_EQ(PrometheusSum(",outcome=\"install_failed\""), 1.0);
+  std::string metrics = HttpGet(metrics_ports_[0], "/metrics");
+  EXPECT_EQ(MetricValue(metrics, "lp_rollout_outcomes_total",
+                        {{"rollout", "canary"}, {"outcome", "install_failed"}}),
+            1.0);
+  EXPECT_EQ(MetricValue(metrics, "lp_requests_total",
+                        {{"method", "ReportHotfixOutcome"}, {"code", "UNAUTHENTICATED"}}),
+            1.0);
+  // Each report has its access-log line with the detail, and the repeat says so.
+  std::vector<Json> lines;
+  for (const Json& l : replicas_[0]->LogLines()) {
+    if (l.value("msg", "") == "ReportHotfixOutcome" && l.value("code", "") == "OK")
+      lines.push_back(l);
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["detail"], "apt-get exited 100");
+  EXPECT_FALSE(lines[0]["duplicate"].get<bool>());
+  EXPECT_TRUE(lines[1]["duplicate"].get<bool>());
+}
+
+}  // namespace
+}  // namespace hotfix::testsupport
