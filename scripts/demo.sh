@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The local end-to-end demo: live-patching-service, the ALPN-routing proxy in front of an
 # "apiserver", an IMDS stand-in whose signer the service trusts, and check-hotfix staging the
-# pointer, all on loopback; then download-hotfix's dry run on that pointer.
+# pointer, all on loopback; then download-hotfix's dry run on that pointer, a staged rollout,
+# and a canary that halts itself when the nodes that install it report failures (a real
+# Prometheus scraping the service is the evidence).
 #   scripts/demo.sh   (ports: DEMO_PROXY_PORT=8443 DEMO_LPS_PORT=50051 DEMO_METRICS_PORT=19090
 #                      DEMO_APISERVER_PORT=16443 DEMO_IMDS_PORT=18080 DEMO_FOREIGN_IMDS_PORT=18081
-#                      DEMO_OTHER_IMDS_PORT=18082)
+#                      DEMO_OTHER_IMDS_PORT=18082 DEMO_PROMETHEUS_PORT=19091)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -23,6 +25,7 @@ api_port=${DEMO_APISERVER_PORT:-16443}
 imds_port=${DEMO_IMDS_PORT:-18080}
 foreign_imds_port=${DEMO_FOREIGN_IMDS_PORT:-18081}
 other_imds_port=${DEMO_OTHER_IMDS_PORT:-18082}
+prometheus_port=${DEMO_PROMETHEUS_PORT:-19091}
 fqdn=demo-aks-dns-12345678.hcp.eastus.azmk8s.io
 lps_name=aks-security-patch.data.mcr.microsoft.com
 
@@ -40,7 +43,8 @@ wait_port() {  # by the listen table, so that probes do not show up as connectio
 
 # A stale process on one of these ports would answer instead of the demo's (and some servers
 # share a port silently with SO_REUSEPORT): refuse to start rather than demo the wrong thing.
-for p in "$proxy_port" "$lps_port" "$metrics_port" "$api_port" "$imds_port" "$foreign_imds_port" "$other_imds_port"; do
+for p in "$proxy_port" "$lps_port" "$metrics_port" "$api_port" "$imds_port" "$foreign_imds_port" \
+  "$other_imds_port" "$prometheus_port"; do
   if [[ -n "$(ss -Hltn "sport = :$p")" ]]; then
     echo "port $p is already in use; pick others with DEMO_*_PORT (see the top of $0)" >&2
     exit 1
@@ -86,7 +90,22 @@ echo "aksNodeController.json: $(cat "$work/etc/components/aksNodeController.json
 "$bin/live-patching-service" --listen "127.0.0.1:$lps_port" \
   --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
   --components-dir "$work/etc/components" --attestation-roots "$work/etc/imds-roots.pem" \
-  --metrics-listen "127.0.0.1:$metrics_port" >"$work/lps.log" 2>&1 &
+  --metrics-listen "127.0.0.1:$metrics_port" \
+  --prometheus-url "http://127.0.0.1:$prometheus_port" --auto-halt-interval 1s \
+  >"$work/lps.log" 2>&1 &
+pids+=($!)
+
+step "Prometheus (Debian's) scraping the service every second: the evidence of self-halting rollouts"
+mkdir -p "$work/prometheus"
+cat >"$work/prometheus/prometheus.yml" <<YAML
+global: {scrape_interval: 1s}
+scrape_configs:
+  - job_name: live-patching
+    static_configs: [{targets: ['127.0.0.1:$metrics_port']}]
+YAML
+prometheus --config.file="$work/prometheus/prometheus.yml" \
+  --storage.tsdb.path="$work/prometheus/data" --web.listen-address="127.0.0.1:$prometheus_port" \
+  --log.level=warn >"$work/prometheus.log" 2>&1 &
 pids+=($!)
 
 step "apiserver stand-in (openssl s_server)"
@@ -99,7 +118,7 @@ LP_FRONTEND_BIND="127.0.0.1:$proxy_port" LP_SERVICE_ADDR="127.0.0.1:$lps_port" \
   LP_APISERVER_ADDR="127.0.0.1:$api_port" \
   haproxy -db -f deploy/haproxy/haproxy.cfg >"$work/haproxy.log" 2>&1 &
 pids+=($!)
-for p in "$lps_port" "$api_port" "$proxy_port"; do wait_port "$p"; done
+for p in "$lps_port" "$api_port" "$proxy_port" "$prometheus_port"; do wait_port "$p"; done
 echo "proxy 127.0.0.1:$proxy_port -> ALPN aks-live-patching: 127.0.0.1:$lps_port, else: 127.0.0.1:$api_port"
 
 step "hotfix-agent check-hotfix (SNI $fqdn, ALPN aks-live-patching,h2, cert pinned to $lps_name)"
@@ -194,6 +213,63 @@ exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
 printf 'GET /rollouts HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
 sed '1,/^\r$/d' <&3
 exec 3<&-
+
+step "a canary that halts itself: 202604.01.5 for both nodes, halting past 40% failures of 2 reports"
+cat >"$work/etc/components/.next.tmp" <<JSON
+{
+  "hotfixes": {"202604.01": "202604.01.3", "202605.30": "202605.30.1"},
+  "rollouts": [
+    {
+      "name": "anc-202604.01.5-canary",
+      "hotfixes": {"202604.01": "202604.01.5"},
+      "steps": [{"at": "2026-01-01T00:00:00Z", "percent": 100}],
+      "auto_halt": {"max_failure_percent": 40, "min_reports": 2}
+    }
+  ]
+}
+JSON
+mv "$work/etc/components/.next.tmp" "$work/etc/components/aksNodeController.json"
+sleep 2  # reloaded, and judged once (no reports yet: it applies)
+# Each node installs what check-hotfix staged, with an apt-get that fails (no shell: a
+# stand-in first on PATH), and reports the failure through the same route as check-hotfix.
+mkdir -p "$work/fakebin"
+printf '#!/bin/sh\necho "E: Unable to fetch some archives" >&2\nexit 100\n' >"$work/fakebin/apt-get"
+printf '#!/bin/sh\nexit 0\n' >"$work/fakebin/dpkg"
+chmod +x "$work/fakebin/apt-get" "$work/fakebin/dpkg"
+for node in "$imds_port:$node_vm" "$other_imds_port:$other_vm"; do
+  port=${node%%:*}
+  node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$port}")
+  printf '{}' >"$pointer"
+  rm -f "$work/opt/aks-node-controller-hotfix-report.json"
+  "$bin/hotfix-agent" "${node_args[@]}" 2>/dev/null
+  rc=0
+  PATH="$work/fakebin:$PATH" "$bin/hotfix-agent" download-hotfix --hotfix-pointer "$pointer" \
+    --current-version 202604.01.0 --os-release "$work/etc/os-release" \
+    --apt-sources-dir "$work/etc/apt/sources.list.d" --retry-backoff-ms 10 \
+    --package-binary "$work/opt/aks-node-controller-package" \
+    --vhd-binary "$work/opt/aks-node-controller" \
+    --hotfix-binary "$work/opt/aks-node-controller-hotfix" \
+    --node-custom-data "$work/opt/nodecustomdata.yml" --events-dir "$work/events" \
+    --log-file "$work/download.log" \
+    --node-config "$work/opt/aks-node-controller-config.json" \
+    --nbc-cmd "$work/opt/aks-node-controller-nbc-cmd.sh" \
+    --imds-url "http://127.0.0.1:$port/metadata/attested/document?api-version=2025-04-07" \
+    --connect-to "127.0.0.1:$proxy_port" 2>/dev/null || rc=$?
+  echo "node ${node#*:}: staged $(tr -d '\n' <"$pointer"), download-hotfix exit $rc"
+done
+grep -h '"msg":"reported hotfix outcome to LPS"' "$work/download.log" || true
+rollouts() {
+  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+  printf 'GET /rollouts HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+  sed '1,/^\r$/d' <&3
+  exec 3<&-
+}
+for _ in $(seq 60); do rollouts | grep -q '"auto-halted"' && break; sleep 0.5; done
+rollouts
+grep -h '"msg":"rollout auto-halted"' "$work/lps.log" || true
+printf '{}' >"$pointer"
+"$bin/hotfix-agent" "${args[@]}" 2>/dev/null
+echo "a node booting now is served: $(tr -d '\n' <"$pointer")"
 
 step "what the proxy routed"
 cat "$work/haproxy.log"

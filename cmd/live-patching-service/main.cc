@@ -236,6 +236,7 @@ int RunSimulate(int argc, char** argv) {
     out += "\n" + svc::FormatDiffRows(*diff);
   }
   std::cout << out;
+  std::cerr << svc::AutoHaltNote(**config);
   std::cerr << "simulated " << fleet.size() << " nodes";
   if (duplicates > 0) std::cerr << " (" << duplicates << " repeated lines counted once)";
   std::cerr << " at " << times->size() << (times->size() == 1 ? " time" : " times") << "\n";

@@ -369,6 +369,18 @@ StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view c
     entry["enters_at"] =
         o.enters_at ? ordered_json(FormatRolloutTime(*o.enters_at)) : ordered_json(nullptr);
     entry["state"] = RolloutStateName(StateAt(r, at));
+    // The plan is the file's answer: a running replica also applies the evidence.
+    entry["auto_halt"] = ordered_json(nullptr);
+    if (r.auto_halt) {
+      entry["auto_halt"] = {
+          {"max_failure_percent", PercentJson(r.auto_halt->max_failure_percent)},
+          {"min_reports", r.auto_halt->min_reports},
+          {"max_failures", r.auto_halt->max_failures ? ordered_json(*r.auto_halt->max_failures)
+                                                     : ordered_json(nullptr)},
+          {"since", FormatRolloutTime(AutoHaltSince(r))},
+          {"note", "applies only while its nodes' reports have not halted it and the service "
+                   "can read them (GET /rollouts shows the judgement)"}};
+    }
     ordered_json hotfixes = ordered_json::object();
     for (const auto& [base, version] : r.hotfixes) hotfixes[base] = version;
     entry["hotfixes"] = std::move(hotfixes);
@@ -376,6 +388,16 @@ StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view c
   }
   out["rollouts"] = std::move(rollouts);
   return out.dump(2, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+std::string AutoHaltNote(const ComponentConfig& config) {
+  std::string names;
+  for (const Rollout& r : config.rollouts) {
+    if (r.auto_halt) names += (names.empty() ? "" : ", ") + r.name;
+  }
+  if (names.empty()) return "";
+  return "can halt themselves on their nodes' reports (auto_halt): " + names +
+         "; this table assumes none does\n";
 }
 
 StatusOr<NodeList> ParseNodeList(std::string_view text) {

@@ -130,6 +130,10 @@ StatusOr<std::vector<DiffRow>> SimulateAgainst(const ComponentConfig& config,
                                                const std::vector<RolloutNode>& fleet,
                                                const std::vector<RolloutTime>& times);
 
+// "" without auto-halting rollouts; else one line naming them: simulate's table is the file's
+// answer, which a running replica narrows by the evidence (docs/ROLLOUTS.md).
+std::string AutoHaltNote(const ComponentConfig& config);
+
 // TSV, one header line, then one line per time:
 //   at<TAB><column>...          2026-12-04T00:00:00Z<TAB>990<TAB>10
 std::string FormatSimulateTable(const SimulateTable& table);

@@ -128,6 +128,30 @@ TEST(RolloutToolsTest, PlanSaysWhenANodeInsideComesInAndWhatItIsServed) {
   EXPECT_EQ(plan["rollouts"][0]["state"], "complete");
 }
 
+TEST(RolloutToolsTest, PlanAndSimulateSayWhichRolloutsCanHaltThemselves) {
+  TempDir dir("rollout-tools");
+  json file = ExampleFile(kRollout);
+  file["rollouts"][0]["auto_halt"] = {{"max_failure_percent", 2.5}, {"min_reports", 50}};
+  json plain = ExampleRollout("plain");
+  file["rollouts"].push_back(plain);
+  dir.Write("aksNodeController.json", file.dump(2));
+  auto config = Load(dir, kAks);
+  json plan = Plan(*config, "vm", kSub, kEast, "2026-12-04T01:00:00Z");
+  const json& halting = plan["rollouts"][0]["auto_halt"];
+  EXPECT_EQ(halting["max_failure_percent"], 2.5);
+  EXPECT_EQ(halting["min_reports"], 50);
+  EXPECT_TRUE(halting["max_failures"].is_null());
+  EXPECT_EQ(halting["since"], "2026-12-04T00:00:00Z");  // the first step
+  EXPECT_THAT(halting["note"].get<std::string>(), HasSubstr("GET /rollouts"));
+  EXPECT_TRUE(plan["rollouts"][1]["auto_halt"].is_null());
+  EXPECT_EQ(AutoHaltNote(*config),
+            "can halt themselves on their nodes' reports (auto_halt): " + std::string(kRollout) +
+                "; this table assumes none does\n");
+  file["rollouts"][0].erase("auto_halt");
+  dir.Write("aksNodeController.json", file.dump(2));
+  EXPECT_EQ(AutoHaltNote(*Load(dir, kAks)), "");
+}
+
 TEST(RolloutToolsTest, PlanNamesTheMatchFieldThatFailed) {
   TempDir dir("rollout-tools");
   json file = ExampleFile(kRollout);
