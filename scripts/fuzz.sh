@@ -45,7 +45,8 @@ fi
 # The dictionary that helps each target, if any.
 dict_for() {
   case "$1" in
-    hotfix_pointer | node_config | service_call) echo "$src/json.dict" ;;
+    hotfix_pointer | node_config | service_call | prometheus_answer | outcome_report)
+      echo "$src/json.dict" ;;
     imds_response) echo "$src/http.dict" ;;
     grpc_response | h2_server_session) echo "$src/http2.dict" ;;
     attested_document) echo "$src/pkcs7.dict" ;;

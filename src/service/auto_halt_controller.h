@@ -81,6 +81,13 @@ struct AutoHaltControllerOptions {
   std::function<RolloutTime()> now;
 };
 
+// Evaluations that read (or tried to read) the evidence: none while no rollout has auto_halt.
+struct AutoHaltStats {
+  uint64_t ok = 0;           // the evidence was read
+  uint64_t unavailable = 0;  // it could not be (no source, Prometheus down, a query failed)
+  double seconds = 0;        // wall time spent reading and judging, all evaluations
+};
+
 // A ComponentStore: the files' store (borrowed, must outlive this) with the judgement applied.
 class AutoHaltController : public ComponentStore {
  public:
@@ -101,6 +108,7 @@ class AutoHaltController : public ComponentStore {
   void EvaluateNow();
 
   std::map<RolloutKey, AutoHaltState> States() const;
+  AutoHaltStats stats() const;
 
  private:
   std::shared_ptr<const StoreSnapshot> Rebuild(std::shared_ptr<const StoreSnapshot> files) const;
@@ -114,6 +122,7 @@ class AutoHaltController : public ComponentStore {
   mutable std::mutex mu_;
   std::map<RolloutKey, AutoHaltState> states_;  // guarded by mu_
   uint64_t version_ = 0;                        // guarded by mu_; +1 per change of states_
+  AutoHaltStats stats_;                         // guarded by mu_
   // The last snapshot served and what it was made from (guarded by mu_).
   mutable std::shared_ptr<const StoreSnapshot> served_files_;
   mutable uint64_t served_version_ = 0;

@@ -124,6 +124,22 @@ class ScrapedCollectable final : public prometheus::Collectable {
       AddValue(&signers, static_cast<double>(s.signer_cache_entries));
       out.push_back(std::move(signers));
     }
+    if (sources_.auto_halt != nullptr) {
+      const AutoHaltStats s = sources_.auto_halt->stats();
+      auto evaluations = Family(kMetricAutoHaltEvaluations,
+                                "Automatic-halt evaluations by whether the evidence was read "
+                                "(ok) or not (unavailable)",
+                                MetricType::Counter);
+      AddValue(&evaluations, static_cast<double>(s.ok), {{"result", "ok"}});
+      AddValue(&evaluations, static_cast<double>(s.unavailable), {{"result", "unavailable"}});
+      out.push_back(std::move(evaluations));
+      auto seconds = Family(kMetricAutoHaltSeconds,
+                            "Wall time the automatic-halt evaluations took, reading Prometheus "
+                            "included",
+                            MetricType::Counter);
+      AddValue(&seconds, s.seconds);
+      out.push_back(std::move(seconds));
+    }
     if (sources_.rate_limiter != nullptr) {
       auto tracked = Family(kMetricRateLimiterTrackedNodes,
                             "Nodes (vmIds) with a rate-limit bucket now", MetricType::Gauge);

@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "service/auto_halt.h"
+#include "service/auto_halt_controller.h"
 #include "service/component_store.h"
 #include "service/node_identity.h"
 #include "service/rate_limiter.h"
@@ -77,6 +78,8 @@ inline constexpr char kMetricRolloutPercent[] = "lp_rollout_percent";
 inline constexpr char kMetricRolloutOutcomes[] = "lp_rollout_outcomes_total";
 inline constexpr char kMetricRolloutAutoHalted[] = "lp_rollout_auto_halted";
 inline constexpr char kMetricRolloutAutoHaltSignal[] = "lp_rollout_auto_halt_signal_ok";
+inline constexpr char kMetricAutoHaltEvaluations[] = "lp_auto_halt_evaluations_total";
+inline constexpr char kMetricAutoHaltSeconds[] = "lp_auto_halt_evaluation_seconds_total";
 inline constexpr char kMetricIdentityVerifications[] = "lp_identity_verifications_total";
 inline constexpr char kMetricIdentityCacheHits[] = "lp_identity_cache_hits_total";
 inline constexpr char kMetricIdentityCacheEvictions[] = "lp_identity_cache_evictions_total";
@@ -91,6 +94,7 @@ struct ScrapedSources {
   const RolloutStatus* rollouts = nullptr;       // lp_rollout_*, and GET /rollouts
   const Authenticator* authenticator = nullptr;  // lp_identity_cache_*, lp_signer_cache_*
   const RateLimiter* rate_limiter = nullptr;     // lp_rate_limiter_tracked_nodes
+  const AutoHaltController* auto_halt = nullptr;  // lp_auto_halt_*
 };
 
 class PrometheusMetrics : public Metrics {

@@ -71,12 +71,14 @@ std::optional<std::string> Label(const json& series, const char* name) {
   return value->get<std::string>();
 }
 
-// A sample's value: Prometheus writes floats as strings.
+// A sample's value: Prometheus writes floats as strings. The time must be a Unix time in
+// seconds this side of year 36,812 (2^40 s), so that step arithmetic cannot overflow.
 std::optional<double> SampleValue(const json& pair, double* time) {
   if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_string()) {
     return std::nullopt;
   }
   *time = pair[0].get<double>();
+  if (!(*time >= 0 && *time <= static_cast<double>(kMaxAutoHaltCount))) return std::nullopt;
   const std::string& text = pair[1].get_ref<const std::string&>();
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
@@ -222,7 +224,9 @@ std::optional<SeriesOf> OutcomeSeries(const json& series) {
 }
 
 TallyStep StepOf(RolloutTime start, RolloutTime end, double value, bool failure) {
-  const auto added = static_cast<uint64_t>(std::llround(std::max(0.0, value)));
+  // A count past what any fleet reports is clamped, so that sums cannot wrap.
+  const double clamped = std::min(std::max(0.0, value), static_cast<double>(kMaxAutoHaltCount));
+  const auto added = static_cast<uint64_t>(std::llround(clamped));
   return {start, end, {added, failure ? added : 0}};
 }
 

@@ -308,6 +308,7 @@ TEST_F(AutoHaltE2eTest, FailingNodesHaltTheCanaryOnEveryReplicaAndItStaysHalted)
     EXPECT_TRUE(row["auto_halt"]["halted_at"].is_null());
     std::string metrics = HttpGet(metrics_ports_[i], "/metrics");
     EXPECT_EQ(MetricValue(metrics, "lp_rollout_auto_halted", {{"rollout", "canary"}}), 0.0);
+    EXPECT_GT(MetricValue(metrics, "lp_auto_halt_evaluations_total", {{"result", "ok"}}), 0.0);
   }
   EXPECT_EQ(PrometheusSum(), 23.0);
 

@@ -294,6 +294,7 @@ struct ControllerTest : ::testing::Test {
 TEST_F(ControllerTest, NothingIsAppliedBeforeTheFirstEvaluation) {
   auto c = Make(&source);
   EXPECT_TRUE(Canary(*c).halted);
+  EXPECT_EQ(c->stats().ok + c->stats().unavailable, 0u);
   EXPECT_FALSE(c->Current()->components.at(kAks)->rollouts.at(1).halted);  // no auto_halt
   EXPECT_EQ(source.fetches, 0);
 }
@@ -333,6 +334,8 @@ TEST_F(ControllerTest, StaysHaltedThroughLaterSuccessesAndLostEvidence) {
   source.next = Status::Unavailable("connection refused");
   c->EvaluateNow();
   EXPECT_TRUE(Canary(*c).halted);
+  EXPECT_EQ(c->stats().ok, 2u);
+  EXPECT_EQ(c->stats().unavailable, 1u);
 }
 
 TEST_F(ControllerTest, ANewReplicaJudgesTheSameHistoryTheSameWay) {
@@ -399,6 +402,18 @@ TEST_F(ControllerTest, MovingSinceResumes) {
   EXPECT_EQ(source.last_from, T("2026-12-04T04:00:00Z"));
   EXPECT_FALSE(Canary(*c).halted);
   EXPECT_EQ(c->States().at({kAks, "canary"}).tally, (OutcomeTally{10, 0}));
+}
+
+TEST_F(ControllerTest, NoRolloutWithAutoHaltNoEvaluation) {
+  json file = AutoHaltFile();
+  file["rollouts"][0].erase("auto_halt");
+  store.Set(file);
+  auto c = Make(&source);
+  c->EvaluateNow();
+  EXPECT_EQ(source.fetches, 0);
+  EXPECT_TRUE(c->States().empty());
+  EXPECT_EQ(c->stats().ok + c->stats().unavailable, 0u);
+  EXPECT_FALSE(Canary(*c).halted);
 }
 
 TEST_F(ControllerTest, OneFetchForEveryRollout) {

@@ -11,6 +11,7 @@
 //       prints "open N" once they are all up and waits for stdin to close.
 //   benchclient boot --addr HOST:PORT --tokens-file F [--skip K] [--parallel P] [--seconds S]
 //                    [--server-name SNI] [--authority A] [--timeout-ms T] [--expect CONFIG]
+//                    [--report VERSION]
 //       the node-boot load (bench/node_boot_bench.sh): P workers, each in a loop until S
 //       seconds have passed or the tokens run out: a new TCP connection, a full TLS handshake
 //       (no session resumption; SNI = --server-name, ALPN aks-live-patching,h2, certificate
@@ -25,7 +26,9 @@
 //                client_cpu_s=X tokens_used=N exhausted=0|1 p50_ms=X p99_ms=X max_ms=X
 //       then "codes ..." (grpc codes of non-OK answers), "alpn ..." (negotiated protocols)
 //       and "errors ..." (transport failures by stage); the first failures go to stderr.
-//       Exits 0 when every call was OK, 1 otherwise.
+//       Exits 0 when every call was OK, 1 otherwise. With --report VERSION the one call is
+//       instead ReportHotfixOutcome{aksNodeController, VERSION's base, VERSION, INSTALLED},
+//       what download-hotfix sends after an install (bench/auto_halt_bench.sh).
 package main
 
 import (
@@ -144,12 +147,16 @@ func idle(addr string, n int) {
 
 // ---- boot: one connection per call, a distinct attested document per call -----------------
 
-const bootPath = "/akslivepatching.v1.LivePatchingService/GetComponentConfig"
+const (
+	bootPath   = "/akslivepatching.v1.LivePatchingService/GetComponentConfig"
+	reportPath = "/akslivepatching.v1.LivePatchingService/ReportHotfixOutcome"
+)
 
 type bootOptions struct {
 	addr, serverName, authority, userAgent, expect string
 	timeout                                        time.Duration
-	body                                           []byte // gRPC-framed GetComponentConfigRequest
+	path                                           string // bootPath or reportPath
+	body                                           []byte // the gRPC-framed request of path
 }
 
 // bootError: a call that did not end in a gRPC status, by the stage where it failed.
@@ -203,7 +210,7 @@ func bootCall(o *bootOptions, token string) (code int, alpn, message string, err
 	for _, f := range []hpack.HeaderField{
 		{Name: ":method", Value: "POST"},
 		{Name: ":scheme", Value: "https"},
-		{Name: ":path", Value: bootPath},
+		{Name: ":path", Value: o.path},
 		{Name: ":authority", Value: o.authority},
 		{Name: "content-type", Value: "application/grpc"},
 		{Name: "te", Value: "trailers"},
@@ -297,6 +304,13 @@ func bootCall(o *bootOptions, token string) (code int, alpn, message string, err
 	}
 	if len(msg) < 5 || msg[0] != 0 || int(binary.BigEndian.Uint32(msg[1:5])) != len(msg)-5 {
 		return -1, alpn, "", failed("answer", "OK without one uncompressed message (%d bytes)", len(msg))
+	}
+	if o.path == reportPath {
+		var resp lpv1.ReportHotfixOutcomeResponse
+		if err := proto.Unmarshal(msg[5:], &resp); err != nil {
+			return -1, alpn, "", failed("answer", "response does not parse: %v", err)
+		}
+		return 0, alpn, "", nil
 	}
 	var resp lpv1.GetComponentConfigResponse
 	if err := proto.Unmarshal(msg[5:], &resp); err != nil {
@@ -477,6 +491,7 @@ func main() {
 	authority := fs.String("authority", "", "boot: :authority (default: --server-name)")
 	timeoutMs := fs.Int("timeout-ms", 3000, "boot: per-call budget from dial to answer (grpc-timeout: what is left of it)")
 	expect := fs.String("expect", "", "boot: the config an OK answer must carry (empty: any)")
+	report := fs.String("report", "", "boot: send ReportHotfixOutcome for this hotfix version (INSTALLED) instead of GetComponentConfig")
 	fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "call":
@@ -491,14 +506,23 @@ func main() {
 			fmt.Fprintln(os.Stderr, "boot: --addr, --tokens-file, --parallel >= 1 and --seconds > 0 are required")
 			os.Exit(2)
 		}
-		// GetComponentConfigRequest{component_name: "aksNodeController"}, gRPC-framed.
+		// GetComponentConfigRequest{component_name: "aksNodeController"}, gRPC-framed; or
+		// with --report, what download-hotfix sends after an install.
+		path := bootPath
 		req, _ := proto.Marshal(&lpv1.GetComponentConfigRequest{ComponentName: "aksNodeController"})
+		if *report != "" && len(*report) > 9 {
+			path = reportPath
+			req, _ = proto.Marshal(&lpv1.ReportHotfixOutcomeRequest{
+				ComponentName: "aksNodeController", BaseVersion: (*report)[:9],
+				HotfixVersion: *report, Outcome: lpv1.HotfixOutcome_HOTFIX_OUTCOME_INSTALLED,
+			})
+		}
 		body := append([]byte{0, 0, 0, 0, 0}, req...)
 		binary.BigEndian.PutUint32(body[1:5], uint32(len(req)))
 		boot(&bootOptions{
 			addr: *addr, serverName: *serverName, authority: *authority,
 			userAgent: "hotfix-agent/202604.01.0", expect: *expect,
-			timeout: time.Duration(*timeoutMs) * time.Millisecond, body: body,
+			timeout: time.Duration(*timeoutMs) * time.Millisecond, path: path, body: body,
 		}, *tokensFile, *skip, *parallel, *seconds)
 	default:
 		os.Exit(2)
