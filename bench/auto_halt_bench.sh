@@ -36,7 +36,9 @@ done
 for v in rounds seconds parallel window; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "--$v wants a whole number from 1" >&2; exit 2; }
 done
-tokens=$(((2 * rounds * seconds + 2 + 2) * 3000))
+# Each round of either kind uses up to about 3,500 documents a second on this machine (warm-ups
+# and the three evaluation phases' 2 s fills included).
+tokens=$(((2 * (rounds + 1) * seconds + 3 * 2 + 2) * 3500))
 
 base=${BENCH_AUTO_HALT_PORT_BASE:-18780}
 build_root=${BUILD_ROOT:-build}
@@ -68,11 +70,7 @@ else
   fi
 fi
 [[ -x $bin ]] || die "no $bin"
-goserver=$(nice -n 10 bench/grpcgo-server/build.sh "$root/$build_root/bench-go-server")
-benchclient=$(dirname "$goserver")/benchclient
-mkdir -p "$build_root/bench-tools"
-mint=$root/$build_root/bench-tools/mint_tokens
-cc -O2 -Wall -Wextra -Werror -o "$mint" bench/mint_tokens.c -lcrypto || die "mint_tokens did not build"
+stack_bench_tools "$build_root"
 
 log "PKI and $tokens attested documents (not timed)"
 source scripts/lib/certs.sh
@@ -162,13 +160,14 @@ cps_a=$(col A 5 | median) cps_b=$(col B 5 | median)
 ratio=$(awk -v a="$med_a" -v b="$med_b" 'BEGIN { printf "%.3f", b / a }')
 
 # ---- 2. the evaluation ------------------------------------------------------------------
-thread_stat() {  # the lp-auto-halt thread's stat file
+thread_dir() {  # the lp-auto-halt thread's /proc folder
   local t
   for t in /proc/"$pid"/task/*; do
-    [[ $(cat "$t/comm" 2>/dev/null) == lp-auto-halt ]] && { echo "$t/stat"; return; }
+    [[ $(cat "$t/comm" 2>/dev/null) == lp-auto-halt ]] && { echo "$t"; return; }
   done
   die "no lp-auto-halt thread in /proc/$pid/task"
 }
+thread_ns() { awk '{ print $1 }' "$1/schedstat"; }  # on-CPU time in ns: finer than ticks
 metric() { curl -sf "http://127.0.0.1:$metrics/metrics" | awk -v m="$1" '$1 == m { print $2; exit }'; }
 evals() { curl -sf "http://127.0.0.1:$metrics/metrics" |
   awk '/^lp_auto_halt_evaluations_total\{/ { s += $2 } END { print s + 0 }'; }
@@ -184,15 +183,15 @@ phase() {
   run_round B "fill-$label"
   seconds=$saved
   sleep 3  # scraped, and the first (whole-window) read of the new rollouts done
-  ts=$(thread_stat)
-  e0=$(evals) s0=$(metric lp_auto_halt_evaluation_seconds_total) t0=$(cpu_ticks "$ts")
+  ts=$(thread_dir)
+  e0=$(evals) s0=$(metric lp_auto_halt_evaluation_seconds_total) t0=$(thread_ns "$ts")
   p0=$(cpu_ticks "/proc/$prom_pid/stat")
   sleep "$window"
-  e1=$(evals) s1=$(metric lp_auto_halt_evaluation_seconds_total) t1=$(cpu_ticks "$ts")
+  e1=$(evals) s1=$(metric lp_auto_halt_evaluation_seconds_total) t1=$(thread_ns "$ts")
   p1=$(cpu_ticks "/proc/$prom_pid/stat")
   phase_evals[$label]=$(awk -v a="$e0" -v b="$e1" 'BEGIN { print b - a }')
   phase_wall[$label]=$(awk -v a="$s0" -v b="$s1" -v n="${phase_evals[$label]}" 'BEGIN { printf "%.2f", (n > 0) ? 1000 * (b - a) / n : 0 }')
-  phase_thread[$label]=$(awk -v a="$t0" -v b="$t1" -v t="$tck" 'BEGIN { printf "%.3f", (b - a) / t }')
+  phase_thread[$label]=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')
   phase_prom[$label]=$(awk -v a="$p0" -v b="$p1" -v t="$tck" 'BEGIN { printf "%.3f", (b - a) / t }')
   echo "$label: $n rollouts ($with auto_halt): ${phase_evals[$label]} evaluations in ${window} s," \
        "${phase_wall[$label]} ms wall each; thread CPU ${phase_thread[$label]} s, Prometheus CPU ${phase_prom[$label]} s" >&2
@@ -206,12 +205,12 @@ with_reports=$(grep -c '"signal": "ok"' "$work/rollouts.json" || true)
 ((with_reports == 64)) || die "GET /rollouts shows $with_reports rollouts with evidence read, not 64"
 per_eval() {  # LABEL: ms of thread CPU and of Prometheus CPU (over the baseline) per evaluation
   awk -v n="${phase_evals[$1]}" -v t="${phase_thread[$1]}" -v p="${phase_prom[$1]}" \
-    -v p0="${phase_prom[none]}" 'BEGIN { printf "%.2f %.2f", (n > 0) ? 1000 * t / n : 0, (n > 0) ? 1000 * (p - p0) / n : 0 }'
+    -v p0="${phase_prom[none]}" 'BEGIN { printf "%.2f %.2f\n", (n > 0) ? 1000 * t / n : 0, (n > 0) ? 1000 * (p - p0) / n : 0 }'
 }
 read -r thread_one prom_one < <(per_eval one)
 read -r thread_all prom_all < <(per_eval all)
-series=$(curl -sf "http://127.0.0.1:$prom_port/api/v1/query?query=count(lp_rollout_outcomes_total)" |
-  sed -n 's/.*"value":\[[^,]*,"\([0-9]*\)"\].*/\1/p')
+series=$(curl -sfG --data-urlencode 'query=count(lp_rollout_outcomes_total)' \
+  "http://127.0.0.1:$prom_port/api/v1/query" | sed -n 's/.*"value":\[[^,]*,"\([0-9]*\)"\].*/\1/p')
 
 summary=$out/summary.md
 {

@@ -139,11 +139,7 @@ else
 fi
 imds_bin=$(dirname "$cxx_bin")/imds-standin
 [[ -x $imds_bin ]] || imds_bin=''
-goserver=$(nice -n 10 bench/grpcgo-server/build.sh "$root/$build_root/bench-go-server")
-benchclient=$(dirname "$goserver")/benchclient
-mkdir -p "$build_root/bench-tools"
-mint=$root/$build_root/bench-tools/mint_tokens
-cc -O2 -Wall -Wextra -Werror -o "$mint" bench/mint_tokens.c -lcrypto || die "mint_tokens did not build"
+stack_bench_tools "$build_root"
 
 # ---------------------------------------------------------------------------------------
 log "PKI: the service's TLS certificate, the attested documents' signer ($signer) and its roots"

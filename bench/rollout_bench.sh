@@ -114,11 +114,7 @@ else
 fi
 [[ -x $bin ]] || die "no $bin (BENCH_NO_BUILD=1 without a build?)"
 origin+=", binary of $(date -u -r "$bin" '+%Y-%m-%d %H:%M UTC')"  # the tree may have moved since
-goserver=$(nice -n 10 bench/grpcgo-server/build.sh "$root/$build_root/bench-go-server")
-benchclient=$(dirname "$goserver")/benchclient
-mkdir -p "$build_root/bench-tools"
-mint=$root/$build_root/bench-tools/mint_tokens
-cc -O2 -Wall -Wextra -Werror -o "$mint" bench/mint_tokens.c -lcrypto || die "mint_tokens did not build"
+stack_bench_tools "$build_root"
 
 # ---------------------------------------------------------------------------------------
 log "PKI, the two components folders, $tokens attested documents (not timed)"

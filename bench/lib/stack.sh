@@ -58,6 +58,17 @@ stack_start_haproxy() {
   pids+=($!)
 }
 
+# stack_bench_tools BUILD_ROOT: the load generator and the document minter the node-boot
+# benches share; sets goserver (bench/grpcgo-server), benchclient (beside it) and mint
+# (bench/mint_tokens.c).
+stack_bench_tools() {
+  goserver=$(nice -n 10 bench/grpcgo-server/build.sh "$root/$1/bench-go-server")
+  benchclient=$(dirname "$goserver")/benchclient
+  mkdir -p "$1/bench-tools"
+  mint=$root/$1/bench-tools/mint_tokens
+  cc -O2 -Wall -Wextra -Werror -o "$mint" bench/mint_tokens.c -lcrypto || die "mint_tokens did not build"
+}
+
 # stack_fetch_token IMDS_PORT DIR: DIR/attested.json and its signature in DIR/token (the
 # node's `authorization` value).
 stack_fetch_token() {

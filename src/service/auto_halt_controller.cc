@@ -89,8 +89,15 @@ void AutoHaltController::EvaluateNow() {
     evidence = options_.source->Fetch(from, now);
   }
   Apply(wanted, evidence, now);
-  if (wanted.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
+  // Judged here, on the evaluation's thread, so that a call only ever copies a pointer (a
+  // reload between evaluations is judged by the first call that sees it).
+  if (files != nullptr) {
+    served_ = Rebuild(files);
+    served_files_ = files;
+    served_version_ = version_;
+  }
+  if (wanted.empty()) return;
   ++(evidence.ok() ? stats_.ok : stats_.unavailable);
   stats_.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

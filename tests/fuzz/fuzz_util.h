@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
+#include <vector>
 
 #define FUZZ_CHECK(cond)                                                                 \
   do {                                                                                   \
@@ -12,3 +14,15 @@
       std::abort();                                                                      \
     }                                                                                    \
   } while (0)
+
+// The fields of an input separated by NUL bytes (at least one, maybe empty), as the call
+// targets read their callers' strings.
+inline std::vector<std::string_view> SplitAtNul(std::string_view input) {
+  std::vector<std::string_view> fields;
+  for (size_t start = 0;;) {
+    const size_t nul = input.find('\0', start);
+    fields.push_back(input.substr(start, nul - start));
+    if (nul == std::string_view::npos) return fields;
+    start = nul + 1;
+  }
+}

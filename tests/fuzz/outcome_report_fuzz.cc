@@ -64,13 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
            "steps":[{"at":"2020-01-01T00:00:00Z","percent":0}]}]})"},
        {"other", "{}"}});
   std::string_view input(reinterpret_cast<const char*>(data), size);
-  std::vector<std::string_view> fields;
-  for (size_t start = 0;;) {
-    size_t nul = input.find('\0', start);
-    fields.push_back(input.substr(start, nul - start));
-    if (nul == std::string_view::npos) break;
-    start = nul + 1;
-  }
+  std::vector<std::string_view> fields = SplitAtNul(input);
   fields.resize(6);
   const int outcome = fields[3].empty() ? 0 : static_cast<unsigned char>(fields[3][0]);
 

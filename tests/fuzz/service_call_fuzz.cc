@@ -52,13 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         {"other.component-1_x", "{}"}});
   std::string_view input(reinterpret_cast<const char*>(data), size);
 
-  std::vector<std::string_view> fields;
-  for (size_t start = 0;;) {
-    size_t nul = input.find('\0', start);
-    fields.push_back(input.substr(start, nul - start));
-    if (nul == std::string_view::npos) break;
-    start = nul + 1;
-  }
+  std::vector<std::string_view> fields = SplitAtNul(input);
   CallInput call;
   call.component_name = fields[0];
   call.authorization.assign(fields.begin() + 1, fields.end());

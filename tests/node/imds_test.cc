@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "loopback_http_server.h"
 #include "wire/memory_stream.h"
 
 namespace hotfix::node {
@@ -48,35 +49,9 @@ TEST(ParseAttestedDocumentTest, RejectsEmptyMissingNullAndWrongTypes) {
 }
 
 // An IMDS stand-in whose behaviour each test scripts.
-class ImdsServer {
- public:
-  std::function<void(const httplib::Request&, httplib::Response&)> handler;
-  std::atomic<int> requests{0};
-  std::string last_metadata_header;
-
-  ImdsServer() {
-    server_.Get("/metadata/attested/document", [this](const auto& req, auto& res) {
-      ++requests;
-      last_metadata_header = req.get_header_value("Metadata");
-      handler(req, res);
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~ImdsServer() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string Url() const {
-    return "http://127.0.0.1:" + std::to_string(port_) +
-           "/metadata/attested/document?api-version=2025-04-07";
-  }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
+struct ImdsServer : testsupport::LoopbackHttpServer {
+  ImdsServer() : LoopbackHttpServer("/metadata/attested/document") {}
+  std::string Url() const { return LoopbackHttpServer::Url("?api-version=2025-04-07"); }
 };
 
 void ServeSignature(const httplib::Request&, httplib::Response& res) {
@@ -92,7 +67,7 @@ TEST(ImdsTokenSourceTest, FetchesTheSignatureWithTheMetadataHeader) {
   auto token = source.Fetch(Generous());
   ASSERT_TRUE(token.ok()) << token.status().message();
   EXPECT_EQ(token->reveal(), "c2lnbmVk");
-  EXPECT_EQ(imds.last_metadata_header, "true");
+  EXPECT_EQ(imds.last.get_header_value("Metadata"), "true");
   EXPECT_EQ(imds.requests, 1);
 }
 

@@ -109,9 +109,11 @@ json File() {
 }
 
 struct ReportTest : ::testing::Test {
-  explicit ReportTest(std::vector<std::string> allowed = {}) : store(File()) {
+  explicit ReportTest(std::vector<std::string> allowed = {}, double rate = 0) : store(File()) {
+    if (rate > 0) limiter = NewTokenBucketLimiter(rate);
     LivePatchingServiceOptions options;
     options.authenticator = &auth;
+    options.rate_limiter = limiter.get();
     options.store = &store;
     options.metrics = &metrics;
     options.access_log = &log.logger();
@@ -147,6 +149,7 @@ struct ReportTest : ::testing::Test {
   }
 
   TokenTable auth;
+  std::unique_ptr<RateLimiter> limiter;
   FixedStore store;
   RecordingMetrics metrics;
   RecentReports recent{1000, std::chrono::hours(1)};
@@ -267,6 +270,29 @@ struct AllowListedReportTest : ReportTest {
 TEST_F(AllowListedReportTest, AnotherSubscriptionIsDenied) {
   EXPECT_EQ(Call("other-sub", Request()).code, GrpcCode::kPermissionDenied);
   EXPECT_EQ(Call("vm-1", Request()).code, GrpcCode::kOk);
+  EXPECT_EQ(metrics.outcomes.size(), 1u);
+}
+
+// One bucket per node for both methods: a node's check and its report share it.
+struct RateLimitedReportTest : ReportTest {
+  RateLimitedReportTest() : ReportTest({}, 1) {}
+};
+
+TEST_F(RateLimitedReportTest, TheNodesBucketIsSharedWithGetComponentConfig) {
+  GrpcCall get;
+  get.path = kGetComponentConfigPath;
+  akslivepatching::v1::GetComponentConfigRequest request;
+  request.set_component_name(kAks);
+  std::string get_bytes = request.SerializeAsString();
+  get.message = get_bytes;
+  get.metadata.emplace_back("authorization", "vm-1");
+  GrpcReply reply;
+  service->Handle(get, &reply);
+  ASSERT_EQ(reply.code, GrpcCode::kOk);
+  GrpcReply limited = Call("vm-1", Request());
+  EXPECT_EQ(limited.code, GrpcCode::kResourceExhausted);
+  EXPECT_THAT(limited.error_message, HasSubstr("request rate limit exceeded"));
+  EXPECT_EQ(Call("vm-2", Request()).code, GrpcCode::kOk);  // another node, its own bucket
   EXPECT_EQ(metrics.outcomes.size(), 1u);
 }
 

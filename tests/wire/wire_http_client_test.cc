@@ -19,6 +19,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "loopback_http_server.h"
 #include "wire/memory_stream.h"
 
 namespace hotfix::wire {
@@ -346,35 +347,9 @@ HttpGetOptions GetOptions() {
 }
 
 // A real HTTP/1.1 server; each test scripts its answer.
-class HttpServer {
- public:
-  std::function<void(const httplib::Request&, httplib::Response&)> handler;
-  httplib::Headers last_headers;
-  std::string last_query;
-
-  HttpServer() {
-    server_.Get("/api/v1/query", [this](const httplib::Request& req, httplib::Response& res) {
-      last_headers = req.headers;
-      last_query = req.get_param_value("query");
-      handler(req, res);
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(milliseconds(1));
-  }
-  ~HttpServer() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string Url() const {
-    return "http://127.0.0.1:" + std::to_string(port_) +
-           "/api/v1/query?query=up%7Bjob%3D%22a%22%7D";
-  }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
+struct HttpServer : testsupport::LoopbackHttpServer {
+  HttpServer() : LoopbackHttpServer("/api/v1/query") {}
+  std::string Url() const { return LoopbackHttpServer::Url("?query=up%7Bjob%3D%22a%22%7D"); }
 };
 
 TEST(HttpGetTest, Returns200WithItsBodyAndContentType) {
@@ -390,10 +365,10 @@ TEST(HttpGetTest, Returns200WithItsBodyAndContentType) {
   EXPECT_EQ(response->content_type, "application/json");
   EXPECT_EQ(response->body, R"({"status":"success"})");
 
-  EXPECT_EQ(server.last_query, "up{job=\"a\"}");
+  EXPECT_EQ(server.last.get_param_value("query"), "up{job=\"a\"}");
   auto header = [&](const char* name) {
-    auto it = server.last_headers.find(name);
-    return it == server.last_headers.end() ? std::string("<none>") : it->second;
+    auto it = server.last.headers.find(name);
+    return it == server.last.headers.end() ? std::string("<none>") : it->second;
   };
   EXPECT_EQ(header("X-Scope-OrgID"), "tenant-1");
   EXPECT_EQ(header("User-Agent"), "wire-test");
