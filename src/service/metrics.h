@@ -91,9 +91,9 @@ inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracke
 // What the metrics read when scraped rather than being told per call. Each is borrowed, may be
 // null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
 struct ScrapedSources {
-  const RolloutStatus* rollouts = nullptr;       // lp_rollout_*, and GET /rollouts
-  const Authenticator* authenticator = nullptr;  // lp_identity_cache_*, lp_signer_cache_*
-  const RateLimiter* rate_limiter = nullptr;     // lp_rate_limiter_tracked_nodes
+  const RolloutStatus* rollouts = nullptr;        // lp_rollout_*, and GET /rollouts
+  const Authenticator* authenticator = nullptr;   // lp_identity_cache_*, lp_signer_cache_*
+  const RateLimiter* rate_limiter = nullptr;      // lp_rate_limiter_tracked_nodes
   const AutoHaltController* auto_halt = nullptr;  // lp_auto_halt_*
 };
 
