@@ -378,8 +378,9 @@ StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view c
           {"max_failures", r.auto_halt->max_failures ? ordered_json(*r.auto_halt->max_failures)
                                                      : ordered_json(nullptr)},
           {"since", FormatRolloutTime(AutoHaltSince(r))},
-          {"note", "applies only while its nodes' reports have not halted it and the service "
-                   "can read them (GET /rollouts shows the judgement)"}};
+          {"note",
+           "applies only while its nodes' reports have not halted it and the service "
+           "can read them (GET /rollouts shows the judgement)"}};
     }
     ordered_json hotfixes = ordered_json::object();
     for (const auto& [base, version] : r.hotfixes) hotfixes[base] = version;

@@ -40,8 +40,8 @@ bool Digits(std::string_view s) {
 
 bool ReferenceValid(std::string_view base, std::string_view version, int outcome,
                     std::string_view detail) {
-  const bool base_ok = base.size() == 9 && Digits(base.substr(0, 6)) && base[6] == '.' &&
-                       Digits(base.substr(7, 2));
+  const bool base_ok =
+      base.size() == 9 && Digits(base.substr(0, 6)) && base[6] == '.' && Digits(base.substr(7, 2));
   const bool version_ok = version.size() > 10 && version.substr(0, 9) == base &&
                           version[9] == '.' && Digits(version.substr(10));
   bool printable = detail.size() <= 256;
@@ -55,14 +55,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Never destroyed: libFuzzer exits without unwinding. Development mode: any token is a node
   // (with no vmId to bucket), so the report's own checks are reached. The file has a rollout
   // for everyone (by cluster) naming 202604.01.4, and one naming 202604.01.5 for nobody.
-  static FixedService* world = new FixedService(
-      {{"aksNodeController",
-        R"({"hotfixes":{"202604.01":"202604.01.3"},"rollouts":[
+  static FixedService* world =
+      new FixedService({{"aksNodeController",
+                         R"({"hotfixes":{"202604.01":"202604.01.3"},"rollouts":[
           {"name":"all","hotfixes":{"202604.01":"202604.01.4"},"cohort":"cluster",
            "steps":[{"at":"2020-01-01T00:00:00Z","percent":100}]},
           {"name":"none","hotfixes":{"202604.01":"202604.01.5"},"cohort":"cluster",
            "steps":[{"at":"2020-01-01T00:00:00Z","percent":0}]}]})"},
-       {"other", "{}"}});
+                        {"other", "{}"}});
   std::string_view input(reinterpret_cast<const char*>(data), size);
   std::vector<std::string_view> fields = SplitAtNul(input);
   fields.resize(6);

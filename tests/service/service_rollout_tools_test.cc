@@ -144,9 +144,8 @@ TEST(RolloutToolsTest, PlanAndSimulateSayWhichRolloutsCanHaltThemselves) {
   EXPECT_EQ(halting["since"], "2026-12-04T00:00:00Z");  // the first step
   EXPECT_THAT(halting["note"].get<std::string>(), HasSubstr("GET /rollouts"));
   EXPECT_TRUE(plan["rollouts"][1]["auto_halt"].is_null());
-  EXPECT_EQ(AutoHaltNote(*config),
-            "can halt themselves on their nodes' reports (auto_halt): " + std::string(kRollout) +
-                "; this table assumes none does\n");
+  EXPECT_EQ(AutoHaltNote(*config), "can halt themselves on their nodes' reports (auto_halt): " +
+                                       std::string(kRollout) + "; this table assumes none does\n");
   file["rollouts"][0].erase("auto_halt");
   dir.Write("aksNodeController.json", file.dump(2));
   EXPECT_EQ(AutoHaltNote(*Load(dir, kAks)), "");
