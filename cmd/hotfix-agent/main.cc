@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "build_info.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "node/check_hotfix.h"
@@ -25,6 +26,9 @@ namespace {
 namespace paths = hotfix::node::paths;
 
 constexpr char kVersion[] = HOTFIX_AGENT_VERSION;
+// `hotfix-agent --version`: the version and the tree it was built from.
+constexpr char kVersionLine[] =
+    "hotfix-agent " HOTFIX_AGENT_VERSION " (revision " HOTFIX_GIT_REVISION ")";
 
 struct CheckHotfixFlags {
   std::string node_config = paths::kNodeConfig;
@@ -287,7 +291,7 @@ int main(int argc, char** argv) {
       "hotfix-agent: the node side of AKS live patching.\n"
       "check-hotfix asks the live-patching service (through the apiserver's ALPN route) "
       "which hotfix applies to this node and stages it for download-hotfix, which installs it."};
-  app.set_version_flag("--version", kVersion);
+  app.set_version_flag("--version", kVersionLine);
   app.require_subcommand(1);
 
   CheckHotfixFlags check;

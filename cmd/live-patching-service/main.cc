@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "build_info.h"
 #include "common/log.h"
 #include "service/component_store.h"
 #include "service/rollout.h"
@@ -350,6 +351,9 @@ int main(int argc, char** argv) {
       "  live-patching-service validate --help   check every file as the service would\n"
       "  live-patching-service plan --help       what one node is served, and why\n"
       "  live-patching-service simulate --help   what a fleet is served over time");
+  app.set_version_flag("--version", std::string("live-patching-service ") +
+                                        HOTFIX_SERVICE_VERSION + " (revision " +
+                                        HOTFIX_GIT_REVISION + ")");
   Flags flags;
   AddFlags(app, flags);
   try {
@@ -360,6 +364,8 @@ int main(int argc, char** argv) {
   }
   hotfix::Logger log;
   auto& config = flags.config;
+  config.version = HOTFIX_SERVICE_VERSION;
+  config.revision = HOTFIX_GIT_REVISION;
   if (!config.insecure_accept_any_token && config.attestation_roots_path.empty()) {
     log.Error("refusing to start", {{"error",
                                      "--attestation-roots is required (or, for development only, "

@@ -197,7 +197,7 @@ class RolloutsHandler final : public CivetHandler {
 std::unique_ptr<Metrics> NewNoopMetrics() { return std::make_unique<NoopMetrics>(); }
 
 struct PrometheusMetrics::Impl {
-  explicit Impl(size_t max_subscriptions)
+  explicit Impl(const PrometheusMetricsOptions& options)
       : registry(std::make_shared<prometheus::Registry>()),
         requests(prometheus::BuildCounter()
                      .Name(kMetricRequests)
@@ -252,7 +252,13 @@ struct PrometheusMetrics::Impl {
                              .Help("Connections open now, TLS handshakes included")
                              .Register(*registry)
                              .Add({})),
-        max_subscription_labels(max_subscriptions) {
+        max_subscription_labels(options.max_subscription_labels) {
+    prometheus::BuildGauge()
+        .Name(kMetricBuildInfo)
+        .Help("1, with the version and git revision this replica was built as")
+        .Register(*registry)
+        .Add({{"version", options.version}, {"revision", options.revision}})
+        .Set(1);
     for (int i = 0; i < static_cast<int>(TransportEvent::kCount); ++i) {
       transport_event_counters[i] =
           &transport_events.Add({{"event", TransportEventName(static_cast<TransportEvent>(i))}});
@@ -338,7 +344,7 @@ struct PrometheusMetrics::Impl {
 };
 
 PrometheusMetrics::PrometheusMetrics(PrometheusMetricsOptions options)
-    : impl_(std::make_unique<Impl>(options.max_subscription_labels)) {}
+    : impl_(std::make_unique<Impl>(options)) {}
 PrometheusMetrics::~PrometheusMetrics() = default;
 
 Status PrometheusMetrics::Listen(const std::string& listen, ScrapedSources sources) {

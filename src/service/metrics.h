@@ -60,9 +60,13 @@ struct PrometheusMetricsOptions {
   // Distinct subscription label values kept; later subscriptions are counted as "other", so a
   // fleet without an allow-list cannot blow up the series count.
   size_t max_subscription_labels = 256;
+  // lp_build_info{version,revision} 1: which build a replica runs.
+  std::string version = "dev";
+  std::string revision = "unknown";
 };
 
 // The names, for docs/SERVICE.md and the tests.
+inline constexpr char kMetricBuildInfo[] = "lp_build_info";
 inline constexpr char kMetricRequests[] = "lp_requests_total";
 inline constexpr char kMetricRequestsBySubscription[] = "lp_requests_by_subscription_total";
 inline constexpr char kMetricLatency[] = "lp_request_duration_seconds";

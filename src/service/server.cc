@@ -357,7 +357,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   if (c.metrics_listen.empty()) {
     impl->metrics = NewNoopMetrics();
   } else {
-    auto metrics = std::make_unique<PrometheusMetrics>();
+    PrometheusMetricsOptions metrics_options;
+    metrics_options.version = c.version;
+    metrics_options.revision = c.revision;
+    auto metrics = std::make_unique<PrometheusMetrics>(std::move(metrics_options));
     impl->prometheus = metrics.get();
     impl->metrics = std::move(metrics);
   }
@@ -407,7 +410,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   std::string allowed;
   for (const auto& s : c.allowed_subscriptions) allowed += (allowed.empty() ? "" : ",") + s;
   log->Info("live-patching-service serving",
-            {{"listen", c.listen},
+            {{"version", c.version},
+             {"revision", c.revision},
+             {"listen", c.listen},
              {"port", static_cast<int>(impl->port)},
              {"health_port", static_cast<int>(impl->health_port)},
              {"metrics_port", static_cast<int>(impl->metrics_port)},

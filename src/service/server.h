@@ -27,6 +27,9 @@
 namespace hotfix::service {
 
 struct ServerConfig {
+  // What the binary was built as (lp_build_info, the start-up line).
+  std::string version = "dev";
+  std::string revision = "unknown";
   std::string listen;  // "ADDR:PORT"; port 0 picks one (see Server::port())
   std::string tls_cert_path;
   std::string tls_key_path;

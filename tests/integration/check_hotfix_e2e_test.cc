@@ -482,6 +482,16 @@ TEST(HotfixAgentCliTest, HelpDescribesEveryFlag) {
   }
 }
 
+TEST(HotfixAgentCliTest, VersionSaysTheBuildAndItsRevision) {
+  SpawnOptions spawn;
+  spawn.argv = {BinDir() + "/hotfix-agent", "--version"};
+  RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(10));
+  EXPECT_TRUE(r.status.success()) << r.status.ToString();
+  EXPECT_THAT(r.stdout_text,
+              ::testing::MatchesRegex("hotfix-agent [0-9A-Za-z.+-]+ "
+                                      "\\(revision ([0-9a-f]{12}(-dirty)?|unknown)\\)\n"));
+}
+
 TEST(HotfixAgentCliTest, AnUnknownFlagIsAUsageError) {
   SpawnOptions spawn;
   spawn.argv = {BinDir() + "/hotfix-agent", "check-hotfix", "--no-such-flag"};

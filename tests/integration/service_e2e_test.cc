@@ -228,6 +228,9 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
   ASSERT_NE(lps_->metrics_port(), 0);
   std::string before = Metrics();
   EXPECT_EQ(MetricValue(before, "lp_store_generation"), 1.0) << before;
+  // Which build this replica runs: its --version's version and revision.
+  EXPECT_EQ(MetricValue(before, "lp_build_info", {{"version", "0.1.0"}}), 1.0) << before;
+  EXPECT_THAT(before, ::testing::ContainsRegex("lp_build_info\\{revision=\"[0-9a-z-]+\""));
   EXPECT_EQ(MetricValue(before, "lp_store_last_reload_error"), 0.0);
   EXPECT_EQ(MetricValue(before, "lp_identity_failures_total", {{"reason", "expired"}}), 0.0);
 
@@ -638,9 +641,20 @@ TEST(LiveServiceCliTest, HelpListsEveryFlag) {
        {"--listen", "--tls-cert", "--tls-key", "--components-dir", "--attestation-roots",
         "--attestation-signer-name", "--allowed-subscriptions", "--rate-limit-per-node",
         "--metrics-listen", "--health-listen", "--insecure-accept-any-token",
-        "--tls-refresh-seconds", "--shutdown-grace-seconds"}) {
+        "--tls-refresh-seconds", "--shutdown-grace-seconds", "--prometheus-url",
+        "--auto-halt-interval", "--version"}) {
     EXPECT_THAT(r.stdout_text, HasSubstr(flag));
   }
+}
+
+TEST(LiveServiceCliTest, VersionSaysTheBuildAndItsRevision) {
+  SpawnOptions spawn;
+  spawn.argv = {BinDir() + "/live-patching-service", "--version"};
+  RunResult r = RunProcess(std::move(spawn), seconds(10));
+  EXPECT_TRUE(r.status.success()) << r.status.ToString() << r.stderr_text;
+  // A build from a checkout names its commit; one from a tree without .git says unknown.
+  EXPECT_THAT(r.stdout_text, ::testing::MatchesRegex("live-patching-service [0-9A-Za-z.+-]+ "
+                                                     "\\(revision ([0-9a-f]{12}(-dirty)?|unknown)\\)\n"));
 }
 
 TEST(LiveServiceCliTest, ABadRateIsAUsageError) {
