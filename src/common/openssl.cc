@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "common/text.h"
+
 namespace hotfix::ossl {
 
 std::string DrainErrors() {
@@ -58,6 +60,21 @@ StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem) {
   ERR_clear_error();
   if (certs.empty()) return Status::InvalidArgument("no PEM certificate found");
   return certs;
+}
+
+std::string Sha256Hex(std::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    DrainErrors();
+    return "";
+  }
+  std::string hex;
+  for (unsigned int i = 0; i < size; ++i) {
+    hex.push_back(kLowerHexDigits[digest[i] >> 4]);
+    hex.push_back(kLowerHexDigits[digest[i] & 0xf]);
+  }
+  return hex;
 }
 
 }  // namespace hotfix::ossl

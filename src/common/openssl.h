@@ -53,4 +53,7 @@ std::string DrainErrorsOr(std::string_view fallback);
 // certificate found". Leaves OpenSSL's error queue empty.
 StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem);
 
+// SHA-256 of bytes as 64 lower-case hex digits ("" only if libcrypto itself fails).
+std::string Sha256Hex(std::string_view bytes);
+
 }  // namespace hotfix::ossl

@@ -115,6 +115,7 @@ std::string FormatAccessLogLine(LogLevel level, const AccessLogEntry& e,
   AppendField(&out, "error", e.error);
   AppendField(&out, "identity_failure", e.identity_failure);
   out.append(",\"generation\":").append(std::to_string(e.generation));
+  AppendField(&out, "file_sha256", e.file_sha256);
   out.append(",\"rollouts\":[");
   for (size_t i = 0; i < e.rollouts.size(); ++i) {
     if (i > 0) out.push_back(',');

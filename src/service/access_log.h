@@ -27,6 +27,7 @@ struct AccessLogEntry {
   std::string_view error;
   std::string_view identity_failure;
   uint64_t generation = 0;                 // the store snapshot that answered
+  std::string_view file_sha256;            // the component file's digest; "" when none
   std::vector<std::string_view> rollouts;  // the rollouts that applied
   std::string_view served;  // the hotfixes map served (compact JSON), never the token
   int64_t duration_us = 0;

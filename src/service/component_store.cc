@@ -20,6 +20,7 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/openssl.h"
 #include "service/json_message.h"
 
 namespace hotfix::service {
@@ -202,6 +203,7 @@ StatusOr<ComponentConfig> ParseComponentConfig(std::string_view component,
   if (!config.ok()) {
     return config.status().Annotate(std::string(component) + std::string(kJsonSuffix));
   }
+  config->digest = ossl::Sha256Hex(json_text).substr(0, kFileDigestHexDigits);
   return config;
 }
 

@@ -23,9 +23,16 @@ class Logger;
 
 namespace hotfix::service {
 
+// ComponentConfig::digest's length: 48 bits tell files apart in any one fleet, and stay short
+// enough for a label and a log field.
+inline constexpr size_t kFileDigestHexDigits = 12;
+
 // One component's file, validated.
 struct ComponentConfig {
   std::string text;  // the file as read: what a node is served when it has no rollouts
+  // The first 12 hex digits of the SHA-256 of `text`: which file a replica serves
+  // (lp_component_file_info, GET /rollouts, the access log's `file_sha256`).
+  std::string digest;
   // The file has a `rollouts` list: each node is served ServedHotfixesJson() of its answer
   // (docs/ROLLOUTS.md), never `text`.
   bool has_rollouts = false;

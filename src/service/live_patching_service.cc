@@ -119,7 +119,6 @@ bool LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decis
   const ComponentConfig* config = FindComponent(input, decision);
   if (config == nullptr) return false;
   if (!config->has_rollouts) {
-    decision->rollout_config = nullptr;
     decision->config = config->text;
     decision->served_hotfixes = config->hotfixes_json;
     return true;
@@ -250,6 +249,7 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   entry.identity_failure =
       decision.identity_failure ? IdentityFailureName(*decision.identity_failure) : "";
   entry.generation = decision.generation;
+  if (decision.rollout_config) entry.file_sha256 = decision.rollout_config->digest;
   std::vector<std::string_view> applied;
   for (size_t i : decision.applied_rollouts) {
     applied.push_back(decision.rollout_config->rollouts[i].name);

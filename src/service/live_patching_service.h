@@ -86,8 +86,9 @@ struct CallDecision {
   // The component label for metrics: the name when the store knows it, else "unknown".
   std::string metric_component = "unknown";
   uint64_t generation = 0;  // of the store snapshot that answered; 0 when none did
-  // For a file with rollouts: the file as parsed, and the indexes of the rollouts that
-  // applied, in file order (their names are the access log's).
+  // The component's config that answered (once the store knew the component), and for a
+  // file with rollouts the indexes of the rollouts that applied, in file order (their names
+  // are the access log's).
   std::shared_ptr<const ComponentConfig> rollout_config;
   std::vector<size_t> applied_rollouts;
   // For files of the hotfixes shape: the map served (compact JSON), for the access log.

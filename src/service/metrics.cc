@@ -64,6 +64,18 @@ class ScrapedCollectable final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     using prometheus::MetricType;
     std::vector<prometheus::MetricFamily> out;
+    if (sources_.store != nullptr) {
+      auto files = Family(kMetricComponentFileInfo,
+                          "1 per component served, with the first 12 hex digits of the SHA-256 "
+                          "of its file as loaded",
+                          MetricType::Gauge);
+      if (std::shared_ptr<const StoreSnapshot> snapshot = sources_.store->Current()) {
+        for (const auto& [component, config] : snapshot->components) {
+          AddValue(&files, 1, {{"component", component}, {"sha256", config->digest}});
+        }
+      }
+      out.push_back(std::move(files));
+    }
     if (sources_.rollouts != nullptr) {
       auto applied =
           Family(kMetricRolloutApplied, "Calls each rollout applied to, since this process started",

@@ -67,6 +67,7 @@ struct PrometheusMetricsOptions {
 
 // The names, for docs/SERVICE.md and the tests.
 inline constexpr char kMetricBuildInfo[] = "lp_build_info";
+inline constexpr char kMetricComponentFileInfo[] = "lp_component_file_info";
 inline constexpr char kMetricRequests[] = "lp_requests_total";
 inline constexpr char kMetricRequestsBySubscription[] = "lp_requests_by_subscription_total";
 inline constexpr char kMetricLatency[] = "lp_request_duration_seconds";
@@ -95,6 +96,7 @@ inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracke
 // What the metrics read when scraped rather than being told per call. Each is borrowed, may be
 // null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
 struct ScrapedSources {
+  const ComponentStore* store = nullptr;          // lp_component_file_info
   const RolloutStatus* rollouts = nullptr;        // lp_rollout_*, and GET /rollouts
   const Authenticator* authenticator = nullptr;   // lp_identity_cache_*, lp_signer_cache_*
   const RateLimiter* rate_limiter = nullptr;      // lp_rate_limiter_tracked_nodes

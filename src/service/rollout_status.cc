@@ -146,6 +146,13 @@ std::string RolloutStatus::Json(RolloutTime now) const {
   nlohmann::json out;
   out["time"] = FormatRolloutTime(now);
   out["generation"] = snapshot ? snapshot->generation : 0;
+  // Which file of each component this replica serves (the first 12 hex digits of its SHA-256).
+  out["files"] = nlohmann::json::object();
+  if (snapshot != nullptr) {
+    for (const auto& [component, config] : snapshot->components) {
+      out["files"][component] = config->digest;
+    }
+  }
   out["components"] = nlohmann::json::object();
   for (const RolloutStatusRow& row : Rows(now)) {
     nlohmann::json r;

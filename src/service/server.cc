@@ -398,9 +398,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   impl->events = std::make_unique<TransportEventLog>(impl->metrics.get(), log);
   if (Status st = impl->StartGrpc(); !st.ok()) return st;
   if (impl->prometheus != nullptr) {
-    if (Status st = impl->prometheus->Listen(c.metrics_listen,
-                                             {impl->rollout_status.get(), impl->authenticator.get(),
-                                              impl->limiter.get(), impl->auto_halt.get()});
+    if (Status st = impl->prometheus->Listen(
+            c.metrics_listen,
+            {impl->store.get(), impl->rollout_status.get(), impl->authenticator.get(),
+             impl->limiter.get(), impl->auto_halt.get()});
         !st.ok()) {
       return st.Annotate("--metrics-listen");
     }

@@ -212,6 +212,9 @@ TEST_F(ServiceE2eTest, OneAccessLogLinePerCallWithIdentityAndNeverTheToken) {
   EXPECT_EQ(lines[0]["insecure_identity"], false);
   EXPECT_TRUE(lines[0]["duration_us"].is_number_integer());
   EXPECT_THAT(lines[0]["peer"].get<std::string>(), HasSubstr("127.0.0.1"));
+  // Which file answered: the first 12 hex digits of its SHA-256, as sha256sum says.
+  EXPECT_EQ(lines[0]["file_sha256"], FileDigest(kServedMap));
+  EXPECT_EQ(lines[1]["file_sha256"], "");
   EXPECT_EQ(lines[1]["code"], "NOT_FOUND");
   EXPECT_EQ(lines[1]["component"], "nope");
   EXPECT_EQ(lines[2]["code"], "UNAUTHENTICATED");
@@ -228,7 +231,12 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
   ASSERT_NE(lps_->metrics_port(), 0);
   std::string before = Metrics();
   EXPECT_EQ(MetricValue(before, "lp_store_generation"), 1.0) << before;
-  // Which build this replica runs: its --version's version and revision.
+  // Which file each component is served from, and which build this replica runs.
+  EXPECT_EQ(MetricValue(before, "lp_component_file_info",
+                        {{"component", kAksNodeControllerComponent},
+                         {"sha256", FileDigest(kServedMap)}}),
+            1.0)
+      << before;
   EXPECT_EQ(MetricValue(before, "lp_build_info", {{"version", "0.1.0"}}), 1.0) << before;
   EXPECT_THAT(before, ::testing::ContainsRegex("lp_build_info\\{revision=\"[0-9a-z-]+\""));
   EXPECT_EQ(MetricValue(before, "lp_store_last_reload_error"), 0.0);

@@ -187,12 +187,15 @@ TEST_F(ServiceRolloutTest, WideningKeepsEveryEarlierNodeAndHaltAndHoldTakeEffect
   EXPECT_GT(at50.size(), at10.size());
 
   // Hold before the 50% step: the ramp is frozen at 10%; the 10% nodes stay in.
-  Swap(FileWith(
+  const std::string held = FileWith(
       name,
       Json::array({{{"at", At(-kDay)}, {"percent", 10}}, {{"at", At(-kDay / 2)}, {"percent", 50}}}),
-      {{"hold_at", At(-kDay * 3 / 4)}}));
+      {{"hold_at", At(-kDay * 3 / 4)}});
+  Swap(held);
   EXPECT_EQ(Inside(ServeAll()), at10);
   Json status = Json::parse(HttpGet(lps_->metrics_port(), "/rollouts"));
+  // The file this replica serves, as sha256sum names it.
+  EXPECT_EQ(status["files"]["aksNodeController"], FileDigest(held));
   ASSERT_EQ(status["components"]["aksNodeController"].size(), 1u);
   EXPECT_EQ(status["components"]["aksNodeController"][0]["state"], "held");
   EXPECT_EQ(status["components"]["aksNodeController"][0]["percent"], 10);

@@ -133,6 +133,16 @@ TEST(ValidateComponentConfigTest, Matrix) {
   }
 }
 
+TEST(ComponentConfigDigestTest, IsTheFirst12HexDigitsOfTheFilesSha256) {
+  // sha256sum of the bytes, as an operator computes it for the file in the ConfigMap.
+  auto parsed = ParseComponentConfig("other", R"({"a":1})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->digest, "015abd7f5cc5");
+  auto empty = ParseComponentConfig("other", "{}");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->digest, "44136fa355b3");
+}
+
 TEST(ValidateComponentConfigTest, InvalidJsonSaysWhere) {
   for (const char* text : {"", "{", R"({"hotfixes":})", "{} x", "{'a':1}", "\xff"}) {
     Status st = ValidateComponentConfig(kAks, text);

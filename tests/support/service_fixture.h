@@ -73,6 +73,18 @@ inline void LimitAsanQuarantine() {
   setenv("ASAN_OPTIONS", (options + "quarantine_size_mb=16").c_str(), 1);
 }
 
+// What an operator gets from `sha256sum` of a component file, cut to the 12 hex digits the
+// service shows (lp_component_file_info, GET /rollouts, the access log's file_sha256).
+inline std::string FileDigest(const std::string& bytes) {
+  TempDir dir("file-digest");
+  const auto path = dir.Write("f.json", bytes);
+  SpawnOptions spawn;
+  spawn.argv = {"sha256sum", path.string()};
+  RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(10));
+  EXPECT_TRUE(r.status.success()) << r.stderr_text;
+  return r.stdout_text.substr(0, 12);
+}
+
 inline const std::vector<std::string> kMetricsFlags = {"--metrics-listen", "127.0.0.1:0"};
 
 // What the service needs on disk: a TLS pair for kLpsServerName from the "cluster CA", the
