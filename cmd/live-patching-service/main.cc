@@ -351,9 +351,8 @@ int main(int argc, char** argv) {
       "  live-patching-service validate --help   check every file as the service would\n"
       "  live-patching-service plan --help       what one node is served, and why\n"
       "  live-patching-service simulate --help   what a fleet is served over time");
-  app.set_version_flag("--version", std::string("live-patching-service ") +
-                                        HOTFIX_SERVICE_VERSION + " (revision " +
-                                        HOTFIX_GIT_REVISION + ")");
+  app.set_version_flag("--version", std::string("live-patching-service ") + HOTFIX_SERVICE_VERSION +
+                                        " (revision " + HOTFIX_GIT_REVISION + ")");
   Flags flags;
   AddFlags(app, flags);
   try {

@@ -232,10 +232,10 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
   std::string before = Metrics();
   EXPECT_EQ(MetricValue(before, "lp_store_generation"), 1.0) << before;
   // Which file each component is served from, and which build this replica runs.
-  EXPECT_EQ(MetricValue(before, "lp_component_file_info",
-                        {{"component", kAksNodeControllerComponent},
-                         {"sha256", FileDigest(kServedMap)}}),
-            1.0)
+  EXPECT_EQ(
+      MetricValue(before, "lp_component_file_info",
+                  {{"component", kAksNodeControllerComponent}, {"sha256", FileDigest(kServedMap)}}),
+      1.0)
       << before;
   EXPECT_EQ(MetricValue(before, "lp_build_info", {{"version", "0.1.0"}}), 1.0) << before;
   EXPECT_THAT(before, ::testing::ContainsRegex("lp_build_info\\{revision=\"[0-9a-z-]+\""));
@@ -661,8 +661,9 @@ TEST(LiveServiceCliTest, VersionSaysTheBuildAndItsRevision) {
   RunResult r = RunProcess(std::move(spawn), seconds(10));
   EXPECT_TRUE(r.status.success()) << r.status.ToString() << r.stderr_text;
   // A build from a checkout names its commit; one from a tree without .git says unknown.
-  EXPECT_THAT(r.stdout_text, ::testing::MatchesRegex("live-patching-service [0-9A-Za-z.+-]+ "
-                                                     "\\(revision ([0-9a-f]{12}(-dirty)?|unknown)\\)\n"));
+  EXPECT_THAT(r.stdout_text,
+              ::testing::MatchesRegex("live-patching-service [0-9A-Za-z.+-]+ "
+                                      "\\(revision ([0-9a-f]{12}(-dirty)?|unknown)\\)\n"));
 }
 
 TEST(LiveServiceCliTest, ABadRateIsAUsageError) {
