@@ -9,11 +9,20 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <shared_mutex>
+#include <sstream>
 #include <string>
 #include <unordered_map>
+
+#include "service/tls_server_context.h"
 
 namespace hotfix::service {
 namespace {
@@ -56,6 +65,55 @@ void AddValue(prometheus::MetricFamily* family, double value,
   family->metric.push_back(std::move(m));
 }
 
+// process_* in Prometheus' standard names (its client libraries' process collector), read
+// from /proc at the scrape: prometheus-cpp has no process collector.
+void AddProcessFamilies(std::vector<prometheus::MetricFamily>* out) {
+  using prometheus::MetricType;
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // Fields after the command, which is in parentheses and may hold spaces: state is field 3.
+  std::istringstream fields(stat.substr(std::min(stat.size(), stat.rfind(')') + 2)));
+  std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+  auto field = [&](size_t n) { return n - 3 < f.size() ? std::stod(f[n - 3]) : 0.0; };
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  double boot = 0;
+  std::ifstream proc_stat("/proc/stat");
+  for (std::string key; proc_stat >> key;) {
+    if (key == "btime") {
+      proc_stat >> boot;
+      break;
+    }
+  }
+  size_t fds = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (const dirent* e = readdir(dir)) fds += e->d_name[0] != '.';
+    closedir(dir);
+    --fds;  // the folder's own descriptor
+  }
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  const std::tuple<const char*, const char*, MetricType, double> values[] = {
+      {"process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+       MetricType::Counter, (field(14) + field(15)) / ticks},
+      {"process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::Gauge,
+       field(24) * page},
+      {"process_virtual_memory_bytes", "Virtual memory size in bytes.", MetricType::Gauge,
+       field(23)},
+      {"process_open_fds", "Number of open file descriptors.", MetricType::Gauge,
+       static_cast<double>(fds)},
+      {"process_max_fds", "Maximum number of open file descriptors.", MetricType::Gauge,
+       static_cast<double>(limit.rlim_cur)},
+      {"process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+       MetricType::Gauge, boot + field(22) / ticks},
+  };
+  for (const auto& [name, help, type, value] : values) {
+    auto family = Family(name, help, type);
+    AddValue(&family, value);
+    out->push_back(std::move(family));
+  }
+}
+
 // The families read at each scrape: rollout percents move with the clock, and the identity
 // cache and rate limiter keep their own counts.
 class ScrapedCollectable final : public prometheus::Collectable {
@@ -64,6 +122,15 @@ class ScrapedCollectable final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     using prometheus::MetricType;
     std::vector<prometheus::MetricFamily> out;
+    AddProcessFamilies(&out);
+    if (sources_.tls != nullptr) {
+      auto expiry = Family(kMetricTlsCertificateExpiry,
+                           "When the serving certificate in use (--tls-cert's leaf) expires, "
+                           "Unix seconds",
+                           MetricType::Gauge);
+      AddValue(&expiry, static_cast<double>(sources_.tls->not_after()));
+      out.push_back(std::move(expiry));
+    }
     if (sources_.store != nullptr) {
       auto files = Family(kMetricComponentFileInfo,
                           "1 per component served, with the first 12 hex digits of the SHA-256 "

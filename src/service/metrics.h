@@ -25,6 +25,8 @@
 
 namespace hotfix::service {
 
+class TlsServerContext;
+
 // One finished call, as the metrics see it. Labels must stay bounded: the caller passes a
 // component name only when the store knows it (anything else is "unknown"), and the
 // subscription only once the identity was verified (else empty).
@@ -67,6 +69,7 @@ struct PrometheusMetricsOptions {
 
 // The names, for docs/SERVICE.md and the tests.
 inline constexpr char kMetricBuildInfo[] = "lp_build_info";
+inline constexpr char kMetricTlsCertificateExpiry[] = "lp_tls_certificate_expiry_timestamp_seconds";
 inline constexpr char kMetricComponentFileInfo[] = "lp_component_file_info";
 inline constexpr char kMetricRequests[] = "lp_requests_total";
 inline constexpr char kMetricRequestsBySubscription[] = "lp_requests_by_subscription_total";
@@ -97,6 +100,7 @@ inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracke
 // null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
 struct ScrapedSources {
   const ComponentStore* store = nullptr;          // lp_component_file_info
+  const TlsServerContext* tls = nullptr;          // lp_tls_certificate_expiry_timestamp_seconds
   const RolloutStatus* rollouts = nullptr;        // lp_rollout_*, and GET /rollouts
   const Authenticator* authenticator = nullptr;   // lp_identity_cache_*, lp_signer_cache_*
   const RateLimiter* rate_limiter = nullptr;      // lp_rate_limiter_tracked_nodes

@@ -400,8 +400,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   if (impl->prometheus != nullptr) {
     if (Status st = impl->prometheus->Listen(
             c.metrics_listen,
-            {impl->store.get(), impl->rollout_status.get(), impl->authenticator.get(),
-             impl->limiter.get(), impl->auto_halt.get()});
+            {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
+             impl->authenticator.get(), impl->limiter.get(), impl->auto_halt.get()});
         !st.ok()) {
       return st.Annotate("--metrics-listen");
     }

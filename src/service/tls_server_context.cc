@@ -130,11 +130,14 @@ Status TlsServerContext::Build() {
   }
   char name[512];
   X509_NAME_oneline(X509_get_subject_name(chain.front().get()), name, sizeof name);
+  struct tm expiry {};
+  const bool dated = ASN1_TIME_to_tm(X509_get0_notAfter(chain.front().get()), &expiry) == 1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ctx_ = std::move(ctx);
     subject_ = name;
   }
+  not_after_.store(dated ? static_cast<int64_t>(timegm(&expiry)) : 0, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   return Status::Ok();
 }

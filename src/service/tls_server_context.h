@@ -36,6 +36,9 @@ class TlsServerContext {
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   // The leaf certificate's subject, one line, for the start-up log.
   std::string subject() const;
+  // When the leaf certificate in use expires, Unix seconds (its notAfter):
+  // lp_tls_certificate_expiry_timestamp_seconds.
+  int64_t not_after() const { return not_after_.load(std::memory_order_relaxed); }
 
   // Re-reads the pair if either file's inode, size or modification time changed. Logs what
   // it did; a broken pair keeps the old context.
@@ -60,6 +63,7 @@ class TlsServerContext {
   std::shared_ptr<SSL_CTX> ctx_;  // guarded by mu_
   std::string subject_;           // guarded by mu_
   std::atomic<uint64_t> generation_{0};
+  std::atomic<int64_t> not_after_{0};
 };
 
 // Reads a flag's file (PEM and the like, at most 1 MiB); "<flag> is required" when empty.

@@ -231,6 +231,21 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
   ASSERT_NE(lps_->metrics_port(), 0);
   std::string before = Metrics();
   EXPECT_EQ(MetricValue(before, "lp_store_generation"), 1.0) << before;
+  // The process in Prometheus' standard names, and when the serving certificate expires.
+  const double now_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(MetricValue(before, "process_resident_memory_bytes").value_or(0), 1e6) << before;
+  EXPECT_GT(MetricValue(before, "process_cpu_seconds_total").value_or(0), 0.0);
+  const double fds = MetricValue(before, "process_open_fds").value_or(0);
+  EXPECT_GT(fds, 5.0);
+  EXPECT_LE(fds, MetricValue(before, "process_max_fds").value_or(0));
+  const double started = MetricValue(before, "process_start_time_seconds").value_or(0);
+  EXPECT_GT(started, now_s - 120);
+  EXPECT_LE(started, now_s + 1);
+  const double expiry =
+      MetricValue(before, "lp_tls_certificate_expiry_timestamp_seconds").value_or(0);
+  EXPECT_GT(expiry, now_s);
+  EXPECT_LT(expiry, now_s + 20 * 365 * 86400.0);
   // Which file each component is served from, and which build this replica runs.
   EXPECT_EQ(
       MetricValue(before, "lp_component_file_info",
