@@ -52,7 +52,7 @@ class PrometheusServer {
   // The value of a query whose answer is one sample; nullopt when it has none.
   std::optional<double> Scalar(const std::string& promql) const;
 
-  // deploy/prometheus' text for these targets (for the tests that check the config).
+  // The prometheus.yml it runs with: one job, these targets, this scrape interval.
   static std::string Config(const PrometheusOptions& options);
 
  private:
