@@ -16,7 +16,8 @@ std::string PrometheusServer::Config(const PrometheusOptions& options) {
     targets += (targets.empty() ? "" : ", ") + ("'" + t + "'");
   const std::string every = std::to_string(options.scrape_interval.count()) + "s";
   return "global:\n  scrape_interval: " + every + "\n  evaluation_interval: " + every +
-         "\nscrape_configs:\n  - job_name: live-patching\n    static_configs:\n      - targets: [" +
+         "\nscrape_configs:\n  - job_name: live-patching-service\n    static_configs:\n      - "
+         "targets: [" +
          targets + "]\n";
 }
 

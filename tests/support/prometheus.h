@@ -22,7 +22,9 @@ namespace hotfix::testsupport {
 class Subprocess;
 
 struct PrometheusOptions {
-  std::vector<std::string> targets;  // "host:port" of /metrics endpoints, job "live-patching"
+  // "host:port" of /metrics endpoints, job "live-patching-service" (deploy/prometheus selects
+  // it)
+  std::vector<std::string> targets;
   std::chrono::seconds scrape_interval{1};
   // Empty: $LP_PROMETHEUS_BIN, else "prometheus" from PATH (Debian: /usr/bin/prometheus).
   std::string binary;
