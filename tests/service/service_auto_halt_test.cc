@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -232,7 +233,8 @@ class SwappableStore : public ComponentStore {
   std::shared_ptr<const StoreSnapshot> snapshot_;
 };
 
-// Evidence a test sets; counts the fetches.
+// Evidence a test sets; counts the fetches (atomically: the background test reads the count
+// while the controller's thread fetches; the other fields are for one-thread tests).
 class FakeSource : public OutcomeSource {
  public:
   StatusOr<OutcomeEvidence> Fetch(RolloutTime from, RolloutTime now) override {
@@ -242,7 +244,7 @@ class FakeSource : public OutcomeSource {
     return next;
   }
   StatusOr<OutcomeEvidence> next = OutcomeEvidence{};
-  int fetches = 0;
+  std::atomic<int> fetches{0};
   RolloutTime last_from, last_now;
 };
 
