@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "build_info.h"
+#include "common/file_util.h"
 #include "common/log.h"
 #include "service/component_store.h"
 #include "service/rollout.h"
+#include "service/rollout_edit.h"
 #include "service/rollout_tools.h"
 #include "service/server.h"
 
@@ -244,6 +246,67 @@ int RunSimulate(int argc, char** argv) {
   return kToolOk;
 }
 
+int RunRollout(int argc, char** argv) {
+  CLI::App app{
+      "Emergency edits of one rollout in a component file, through the validation the service "
+      "loads it with: halt (\"halted\": true), hold (\"hold_at\": --at, default now), "
+      "resume (\"halted\" and \"hold_at\" removed and, for a rollout with auto_halt, "
+      "\"since\" moved to --at, past the failures). Prints what changed, writes the file "
+      "atomically (not with --dry-run), and refuses an edit the service would refuse. Never "
+      "serves. Then ship the folder to the ConfigMap (docs/ROLLOUTS.md, \"Operating a "
+      "rollout\").",
+      "live-patching-service rollout"};
+  app.footer(kExitCodes);
+  std::string action, name, dir, component = "aksNodeController", at_text;
+  bool dry_run = false;
+  app.add_option("action", action, "halt, hold or resume")
+      ->required()
+      ->check(CLI::IsMember({"halt", "hold", "resume"}));
+  app.add_option("name", name, "the rollout's name")->required();
+  app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
+  app.add_option("--component", component, "the component")->capture_default_str();
+  app.add_option("--at", at_text, "RFC 3339 UTC time for hold and resume (default: now)");
+  app.add_flag("--dry-run", dry_run, "print what would change; write nothing");
+  if (auto code = ParseTool(app, argc, argv)) return *code;
+  if (!svc::IsValidComponentName(component)) {
+    return ToolError("rollout", "--component \"" + component + "\" is not a valid component name",
+                     kToolUsage);
+  }
+  svc::RolloutEdit edit;
+  edit.kind = action == "halt"   ? svc::RolloutEditKind::kHalt
+              : action == "hold" ? svc::RolloutEditKind::kHold
+                                 : svc::RolloutEditKind::kResume;
+  edit.rollout = name;
+  edit.at = NowSeconds();
+  if (!at_text.empty()) {
+    auto parsed = svc::ParseRolloutTime(at_text);
+    if (!parsed) {
+      return ToolError("rollout", "--at \"" + at_text + "\" is not RFC 3339 in UTC", kToolUsage);
+    }
+    edit.at = *parsed;
+  }
+  const std::string path = dir + "/" + component + ".json";
+  auto text = hotfix::ReadFileToString(path, size_t{1} << 20);  // the store's own cap
+  if (!text.ok()) return ToolError("rollout", text.status().message(), kToolFailed);
+  auto edited = svc::EditRollout(component, *text, edit);
+  if (!edited.ok()) {
+    return ToolError("rollout", path + ": " + edited.status().message(), kToolFailed);
+  }
+  if (*edited == *text) {
+    std::cout << path << ": rollout \"" << name << "\" is already so; nothing to change\n";
+    return kToolOk;
+  }
+  std::cout << svc::ChangedLines(*text, *edited);
+  if (dry_run) return kToolOk;
+  hotfix::AtomicWriteOptions write;
+  write.mode = hotfix::ExistingMode(path).value_or(0644);
+  if (hotfix::Status st = hotfix::WriteFileAtomically(path, *edited, write); !st.ok()) {
+    return ToolError("rollout", st.message(), kToolFailed);
+  }
+  std::cout << path << ": written\n";
+  return kToolOk;
+}
+
 // The tool argv[1] names, or nullptr: the serving command line.
 int (*ToolOf(int argc, char** argv))(int, char**) {
   if (argc < 2) return nullptr;
@@ -251,6 +314,7 @@ int (*ToolOf(int argc, char** argv))(int, char**) {
   if (name == "validate") return RunValidate;
   if (name == "plan") return RunPlan;
   if (name == "simulate") return RunSimulate;
+  if (name == "rollout") return RunRollout;
   return nullptr;
 }
 
@@ -350,7 +414,8 @@ int main(int argc, char** argv) {
       "Operator tools (read a component folder, never serve; see docs/ROLLOUTS.md):\n"
       "  live-patching-service validate --help   check every file as the service would\n"
       "  live-patching-service plan --help       what one node is served, and why\n"
-      "  live-patching-service simulate --help   what a fleet is served over time");
+      "  live-patching-service simulate --help   what a fleet is served over time\n"
+      "  live-patching-service rollout --help    halt, hold or resume a rollout in its file");
   app.set_version_flag("--version", std::string("live-patching-service ") + HOTFIX_SERVICE_VERSION +
                                         " (revision " + HOTFIX_GIT_REVISION + ")");
   Flags flags;

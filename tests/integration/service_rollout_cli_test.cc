@@ -323,6 +323,51 @@ TEST(RolloutToolsCliTest, SimulatePrintsATablePerTimeAndTheNodesARenameMoves) {
   EXPECT_THAT(r.stdout_text, HasSubstr("tab-separated"));
 }
 
+TEST(RolloutToolsCliTest, RolloutHaltHoldResumeEditTheFileThroughValidation) {
+  TempDir dir("rollout-cli");
+  dir.Write("aksNodeController.json", GoodFile());
+  const std::string folder = dir.path().string();
+  RunResult r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder, "--dry-run"});
+  EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("+      \"halted\": true"));
+  EXPECT_EQ(dir.Read("aksNodeController.json"), GoodFile());  // a dry run writes nothing
+
+  r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder});
+  EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr(": written"));
+  Json file = Json::parse(dir.Read("aksNodeController.json"));
+  EXPECT_EQ(file["rollouts"][0]["halted"], true);
+  EXPECT_EQ(RunTool({"validate", "--components-dir", folder}).status.exit_code, 0);
+  r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder});
+  EXPECT_THAT(r.stdout_text, HasSubstr("nothing to change"));
+
+  r = RunTool(
+      {"rollout", "hold", kRollout, "--components-dir", folder, "--at", "2026-12-04T03:00:00Z"});
+  EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
+  r = RunTool({"rollout", "resume", kRollout, "--components-dir", folder});
+  EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
+  file = Json::parse(dir.Read("aksNodeController.json"));
+  EXPECT_FALSE(file["rollouts"][0].contains("halted"));
+  EXPECT_FALSE(file["rollouts"][0].contains("hold_at"));
+
+  // Refused: no such rollout (1), an unknown action or a bad time (2); the file is untouched.
+  const std::string before = dir.Read("aksNodeController.json");
+  r = RunTool({"rollout", "halt", "nope", "--components-dir", folder});
+  EXPECT_EQ(r.status.exit_code, 1);
+  EXPECT_THAT(r.stderr_text, HasSubstr("no rollout named \"nope\""));
+  EXPECT_EQ(RunTool({"rollout", "stop", kRollout, "--components-dir", folder}).status.exit_code, 2);
+  EXPECT_EQ(RunTool({"rollout", "hold", kRollout, "--components-dir", folder, "--at", "now"})
+                .status.exit_code,
+            2);
+  EXPECT_EQ(dir.Read("aksNodeController.json"), before);
+  // A file the service refuses is not edited either.
+  dir.Write("aksNodeController.json", BadFile());
+  r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder});
+  EXPECT_EQ(r.status.exit_code, 1);
+  EXPECT_THAT(r.stderr_text, HasSubstr("would be refused"));
+  EXPECT_EQ(dir.Read("aksNodeController.json"), BadFile());
+}
+
 TEST(RolloutToolsCliTest, TheServingCommandLineStillRequiresListen) {
   TempDir dir("rollout-cli");
   dir.Write("aksNodeController.json", GoodFile());
@@ -336,7 +381,7 @@ TEST(RolloutToolsCliTest, TheServingCommandLineStillRequiresListen) {
   // Its --help names the tools.
   r = RunTool({"--help"});
   EXPECT_EQ(r.status.exit_code, 0);
-  for (const char* tool : {"validate", "plan", "simulate"}) {
+  for (const char* tool : {"validate", "plan", "simulate", "rollout"}) {
     EXPECT_THAT(r.stdout_text, HasSubstr("live-patching-service " + std::string(tool)));
   }
 }
