@@ -148,7 +148,8 @@ class ScrapedCollectable final : public prometheus::Collectable {
           Family(kMetricRolloutApplied, "Calls each rollout applied to, since this process started",
                  MetricType::Counter);
       auto percent =
-          Family(kMetricRolloutPercent, "Each rollout's percent now (0 when halted or scheduled)",
+          Family(kMetricRolloutRatio,
+                 "Each rollout's share of its nodes now, 0 to 1 (0 when halted or scheduled)",
                  MetricType::Gauge);
       auto halted = Family(kMetricRolloutAutoHalted,
                            "1 while an auto-halting rollout is halted by its nodes' reports",
@@ -167,7 +168,7 @@ class ScrapedCollectable final : public prometheus::Collectable {
           AddValue(&halted, is_halted ? 1 : 0, labels);
           AddValue(&signal, ok ? 1 : 0, labels);
         }
-        AddValue(&percent, row.threshold / 100.0, std::move(labels));
+        AddValue(&percent, row.threshold / 10000.0, std::move(labels));
       }
       out.push_back(std::move(applied));
       out.push_back(std::move(percent));
@@ -302,9 +303,10 @@ struct PrometheusMetrics::Impl {
                              "(0: not loaded)")
                        .Register(*registry)
                        .Add({})),
-        last_reload_error(prometheus::BuildGauge()
-                              .Name(kMetricStoreLastReloadError)
-                              .Help("1 if the last store reload failed or refused a file, else 0")
+        last_reload_successful(prometheus::BuildGauge()
+                              .Name(kMetricStoreLastReloadSuccessful)
+                              .Help("1 if the last store reload loaded every file, 0 if it failed or "
+                                    "refused one")
                               .Register(*registry)
                               .Add({})),
         rejected_files(prometheus::BuildGauge()
@@ -403,7 +405,7 @@ struct PrometheusMetrics::Impl {
   prometheus::Histogram& latency;
   prometheus::Family<prometheus::Counter>& identity_failures;
   prometheus::Gauge& generation;
-  prometheus::Gauge& last_reload_error;
+  prometheus::Gauge& last_reload_successful;
   prometheus::Gauge& rejected_files;
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Family<prometheus::Counter>& transport_events;
@@ -476,7 +478,7 @@ void PrometheusMetrics::RecordIdentityFailure(IdentityFailure reason) {
 void PrometheusMetrics::RecordReload(const ReloadReport& report) {
   impl_->generation.Set(static_cast<double>(report.generation));
   bool failed = !report.error.ok() || !report.rejected.empty();
-  impl_->last_reload_error.Set(failed ? 1 : 0);
+  impl_->last_reload_successful.Set(failed ? 0 : 1);
   impl_->rejected_files.Set(static_cast<double>(report.rejected.size()));
   const char* result = !report.error.ok()        ? "error"
                        : report.rejected.empty() ? "ok"

@@ -254,7 +254,7 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
       << before;
   EXPECT_EQ(MetricValue(before, "lp_build_info", {{"version", "0.1.0"}}), 1.0) << before;
   EXPECT_THAT(before, ::testing::ContainsRegex("lp_build_info\\{revision=\"[0-9a-z-]+\""));
-  EXPECT_EQ(MetricValue(before, "lp_store_last_reload_error"), 0.0);
+  EXPECT_EQ(MetricValue(before, "lp_store_last_reload_successful"), 1.0);
   EXPECT_EQ(MetricValue(before, "lp_identity_failures_total", {{"reason", "expired"}}), 0.0);
 
   ASSERT_TRUE(CallAsNode().status.ok());
@@ -329,9 +329,10 @@ TEST_F(ServiceE2eTest, AnInvalidFileIsKeptOutAndTheLastGoodConfigServed) {
   Start(kMetricsFlags);
   files_.WriteComponent(kAksNodeControllerComponent, R"({"hotfixes":{"202604.01":)");
   files_.WriteComponent("brokenComponent", "not json");
-  WaitFor([&] { return MetricValue(Metrics(), "lp_store_last_reload_error") == 1.0; }, kGenerous);
+  WaitFor([&] { return MetricValue(Metrics(), "lp_store_last_reload_successful") == 0.0; },
+          kGenerous);
   std::string metrics = Metrics();
-  EXPECT_EQ(MetricValue(metrics, "lp_store_last_reload_error"), 1.0) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "lp_store_last_reload_successful"), 0.0) << metrics;
   EXPECT_EQ(MetricValue(metrics, "lp_store_rejected_files"), 2.0);
   EXPECT_EQ(ServedConfig(), kServedMap);
   EXPECT_EQ(CallAsNode("brokenComponent").code(), grpc::StatusCode::NOT_FOUND);
@@ -341,8 +342,9 @@ TEST_F(ServiceE2eTest, AnInvalidFileIsKeptOutAndTheLastGoodConfigServed) {
   std::filesystem::remove(files_.components_dir() / "brokenComponent.json");
   WaitFor([&] { return ServedConfig() == kNextMap; }, kGenerous);
   EXPECT_EQ(ServedConfig(), kNextMap);
-  WaitFor([&] { return MetricValue(Metrics(), "lp_store_last_reload_error") == 0.0; }, kGenerous);
-  EXPECT_EQ(MetricValue(Metrics(), "lp_store_last_reload_error"), 0.0);
+  WaitFor([&] { return MetricValue(Metrics(), "lp_store_last_reload_successful") == 1.0; },
+          kGenerous);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_store_last_reload_successful"), 1.0);
 }
 
 // kubelet's ConfigMap volume: <key> -> ..data/<key>, ..data -> ..<timestamp>/, and an update

@@ -168,9 +168,9 @@ TEST_F(ServiceRolloutTest, ServesTheBucketFunctionsSet) {
   EXPECT_EQ(MetricValue(metrics, "lp_rollout_applied_total",
                         {{"component", "aksNodeController"}, {"rollout", "anc-202604.01.4"}}),
             static_cast<double>(in.size()));
-  EXPECT_EQ(MetricValue(metrics, "lp_rollout_percent",
+  EXPECT_EQ(MetricValue(metrics, "lp_rollout_ratio",
                         {{"component", "aksNodeController"}, {"rollout", "anc-202604.01.4"}}),
-            25.0);
+            0.25);
 }
 
 TEST_F(ServiceRolloutTest, WideningKeepsEveryEarlierNodeAndHaltAndHoldTakeEffectOnReload) {
