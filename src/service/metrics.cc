@@ -303,12 +303,13 @@ struct PrometheusMetrics::Impl {
                              "(0: not loaded)")
                        .Register(*registry)
                        .Add({})),
-        last_reload_successful(prometheus::BuildGauge()
-                              .Name(kMetricStoreLastReloadSuccessful)
-                              .Help("1 if the last store reload loaded every file, 0 if it failed or "
-                                    "refused one")
-                              .Register(*registry)
-                              .Add({})),
+        last_reload_successful(
+            prometheus::BuildGauge()
+                .Name(kMetricStoreLastReloadSuccessful)
+                .Help("1 if the last store reload loaded every file, 0 if it failed or "
+                      "refused one")
+                .Register(*registry)
+                .Add({})),
         rejected_files(prometheus::BuildGauge()
                            .Name(kMetricStoreRejectedFiles)
                            .Help("Files the last store reload refused (kept out of the store)")
