@@ -341,6 +341,16 @@ struct PrometheusMetrics::Impl {
         .Register(*registry)
         .Add({{"version", options.version}, {"revision", options.revision}})
         .Set(1);
+    if (options.attestation_roots_expiry > 0) {
+      prometheus::BuildGauge()
+          .Name(kMetricAttestationRootsExpiry)
+          .Help(
+              "When the first --attestation-roots certificate expires, Unix seconds (as "
+              "loaded at start)")
+          .Register(*registry)
+          .Add({})
+          .Set(static_cast<double>(options.attestation_roots_expiry));
+    }
     for (int i = 0; i < static_cast<int>(TransportEvent::kCount); ++i) {
       transport_event_counters[i] =
           &transport_events.Add({{"event", TransportEventName(static_cast<TransportEvent>(i))}});

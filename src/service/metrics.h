@@ -65,10 +65,15 @@ struct PrometheusMetricsOptions {
   // lp_build_info{version,revision} 1: which build a replica runs.
   std::string version = "dev";
   std::string revision = "unknown";
+  // When the first --attestation-roots certificate expires, Unix seconds; 0: no roots
+  // (development mode), no series.
+  int64_t attestation_roots_expiry = 0;
 };
 
 // The names, for docs/SERVICE.md and the tests.
 inline constexpr char kMetricBuildInfo[] = "lp_build_info";
+inline constexpr char kMetricAttestationRootsExpiry[] =
+    "lp_attestation_roots_expiry_timestamp_seconds";
 inline constexpr char kMetricTlsCertificateExpiry[] = "lp_tls_certificate_expiry_timestamp_seconds";
 inline constexpr char kMetricComponentFileInfo[] = "lp_component_file_info";
 inline constexpr char kMetricRequests[] = "lp_requests_total";

@@ -40,20 +40,33 @@ std::atomic<Logger*> g_log{nullptr};
 // clears it (the newest server's logger gets the messages meanwhile).
 std::atomic<int> g_log_users{0};
 
-StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServerConfig& config,
-                                                           Logger* log) {
+// The authenticator, and when the first of its trust roots expires (Unix seconds; 0 without
+// roots): lp_attestation_roots_expiry_timestamp_seconds.
+struct AuthenticatorSetup {
+  std::unique_ptr<Authenticator> authenticator;
+  int64_t roots_expiry = 0;
+};
+
+StatusOr<AuthenticatorSetup> MakeAuthenticator(const ServerConfig& config, Logger* log) {
   if (config.insecure_accept_any_token) {
     // Said at every start, loudly: a development setting must never pass unnoticed.
     log->Warn(
         "INSECURE: --insecure-accept-any-token is set: any non-empty authorization is accepted "
         "and no node identity is verified; never use this outside development");
-    return NewInsecureAnyTokenAuthenticator();
+    return AuthenticatorSetup{NewInsecureAnyTokenAuthenticator(), 0};
   }
   StatusOr<std::string> roots = ReadFlagFile("--attestation-roots", config.attestation_roots_path);
   if (!roots.ok()) return roots.status();
   StatusOr<std::vector<ossl::X509Ptr>> parsed = ossl::ParsePemCertificates(*roots);
   if (!parsed.ok())
     return parsed.status().Annotate("--attestation-roots " + config.attestation_roots_path);
+  int64_t earliest = 0;
+  for (const ossl::X509Ptr& cert : *parsed) {
+    struct tm expiry {};
+    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &expiry) != 1) continue;
+    const int64_t at = static_cast<int64_t>(timegm(&expiry));
+    if (earliest == 0 || at < earliest) earliest = at;
+  }
   AttestedDocumentOptions options;
   options.trust_roots_pem = std::move(*roots);
   options.signer_name = config.attestation_signer_name;
@@ -63,7 +76,7 @@ StatusOr<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServerConfig& c
             {{"attestation_roots", config.attestation_roots_path},
              {"root_certificates", static_cast<int64_t>(parsed->size())},
              {"signer_name", config.attestation_signer_name}});
-  return std::move(*auth);
+  return AuthenticatorSetup{std::move(*auth), earliest};
 }
 
 // libprotobuf's complaints (a request whose string field is not UTF-8 is one per call) would
@@ -353,13 +366,14 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   impl->tls = std::move(*tls);
   auto authenticator = MakeAuthenticator(c, log);
   if (!authenticator.ok()) return authenticator.status();
-  impl->authenticator = std::move(*authenticator);
+  impl->authenticator = std::move(authenticator->authenticator);
   if (c.metrics_listen.empty()) {
     impl->metrics = NewNoopMetrics();
   } else {
     PrometheusMetricsOptions metrics_options;
     metrics_options.version = c.version;
     metrics_options.revision = c.revision;
+    metrics_options.attestation_roots_expiry = authenticator->roots_expiry;
     auto metrics = std::make_unique<PrometheusMetrics>(std::move(metrics_options));
     impl->prometheus = metrics.get();
     impl->metrics = std::move(metrics);

@@ -246,6 +246,10 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
       MetricValue(before, "lp_tls_certificate_expiry_timestamp_seconds").value_or(0);
   EXPECT_GT(expiry, now_s);
   EXPECT_LT(expiry, now_s + 20 * 365 * 86400.0);
+  const double roots =
+      MetricValue(before, "lp_attestation_roots_expiry_timestamp_seconds").value_or(0);
+  EXPECT_GT(roots, now_s);
+  EXPECT_LT(roots, now_s + 50 * 365 * 86400.0);
   // Which file each component is served from, and which build this replica runs.
   EXPECT_EQ(
       MetricValue(before, "lp_component_file_info",
