@@ -57,19 +57,7 @@ stack_ports_free "$base" $((base + 2)) BENCH_AUTO_HALT_PORT_BASE
 stack_raise_fds $((parallel * 4 + 1000))
 command -v prometheus >/dev/null || die "no prometheus (scripts/install-deps.sh installs it)"
 
-if [[ -n ${BENCH_CXX_BIN:-} ]]; then
-  bin=$(realpath "$BENCH_CXX_BIN")
-else
-  bin=$root/$build_root/bench-svc/bin/live-patching-service
-  if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
-    log "build (Release; nice -n 10 ninja -j${BENCH_JOBS:-1})"
-    cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
-      -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-    nice -n 10 ninja -j"${BENCH_JOBS:-1}" -C "$build_root/bench-svc" live-patching-service \
-      >"$out/ninja.log" 2>&1 || die "build failed (see $out/ninja.log)"
-  fi
-fi
-[[ -x $bin ]] || die "no $bin"
+stack_service_binary "$build_root" "$out"
 stack_bench_tools "$build_root"
 
 log "PKI and $tokens attested documents (not timed)"

@@ -98,22 +98,7 @@ stack_ports_free "$base" $((base + 3)) BENCH_ROLLOUT_PORT_BASE
 stack_raise_fds $((parallel * 4 + 1000))
 
 # ---------------------------------------------------------------------------------------
-if [[ -n ${BENCH_CXX_BIN:-} ]]; then
-  bin=$(realpath "$BENCH_CXX_BIN")
-  origin="prebuilt $bin"
-else
-  bin=$root/$build_root/bench-svc/bin/live-patching-service
-  origin="$build_root/bench-svc"
-  if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
-    log "build (Release; nice -n 10 ninja -j${BENCH_JOBS:-1})"
-    cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
-      -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-    nice -n 10 ninja -j"${BENCH_JOBS:-1}" -C "$build_root/bench-svc" live-patching-service \
-      >"$out/ninja.log" 2>&1 || die "build failed (see $out/ninja.log; BENCH_CXX_BIN runs another binary)"
-  fi
-fi
-[[ -x $bin ]] || die "no $bin (BENCH_NO_BUILD=1 without a build?)"
-origin+=", binary of $(date -u -r "$bin" '+%Y-%m-%d %H:%M UTC')"  # the tree may have moved since
+stack_service_binary "$build_root" "$out"
 stack_bench_tools "$build_root"
 
 # ---------------------------------------------------------------------------------------

@@ -172,8 +172,11 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
   if (config.has_rollouts) {
     // The rollouts that serve this node now by the file (the answer's pure function), and of
     // those the ones that name the reported version for its base.
-    std::vector<size_t> applied;
-    config.ServedTo(NodeOf(decision->identity, input.authority), RolloutNow(), &applied);
+    // The answer's rollouts without the served JSON, which a report does not send.
+    const std::vector<size_t> applied =
+        AnswerFor(*config.hotfixes, config.rollouts, NodeOf(decision->identity, input.authority),
+                  RolloutNow())
+            .applied;
     for (size_t i : applied) {
       auto version = config.rollouts[i].hotfixes.find(std::string(report.base_version));
       if (version != config.rollouts[i].hotfixes.end() &&
