@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "build_info.h"
+#include "common/duration.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "node/check_hotfix.h"
@@ -30,6 +32,34 @@ constexpr char kVersion[] = HOTFIX_AGENT_VERSION;
 constexpr char kVersionLine[] =
     "hotfix-agent " HOTFIX_AGENT_VERSION " (revision " HOTFIX_GIT_REVISION ")";
 
+void AddLogLevelFlag(CLI::App& cmd, std::string& level) {
+  cmd.add_option("--log-level", level, "debug, info, warn or error")->capture_default_str();
+}
+
+// A duration flag within [least, most], or its usage error on stderr.
+std::optional<std::chrono::milliseconds> DurationFlag(const char* command, const std::string& flag,
+                                                      const std::string& text,
+                                                      std::chrono::milliseconds least,
+                                                      std::chrono::milliseconds most) {
+  auto d = hotfix::ParseDurationWithin(text, least, most);
+  if (d.ok()) return *d;
+  std::cerr << command << ": " << d.status().Annotate(flag).message() << "\n";
+  return std::nullopt;
+}
+
+std::optional<hotfix::LogLevel> LogLevelFlag(const char* command, const std::string& text) {
+  auto level = hotfix::ParseLogLevel(text);
+  if (level.ok()) return *level;
+  std::cerr << command << ": " << level.status().Annotate("--log-level").message() << "\n";
+  return std::nullopt;
+}
+
+// A flag given under its name and its old "-ms" name: a usage error.
+int BothNames(const char* command, const std::string& flag) {
+  std::cerr << command << ": give " << flag << " or " << flag << "-ms, not both\n";
+  return 2;
+}
+
 struct CheckHotfixFlags {
   std::string node_config = paths::kNodeConfig;
   std::string nbc_cmd = paths::kNbcCmd;
@@ -41,6 +71,10 @@ struct CheckHotfixFlags {
   std::string log_file = paths::kLogFile;
   std::string current_version = kVersion;
   bool dry_run = false;
+  std::string lps_timeout = "3s";  // into fetch.timeout_ms
+  int old_lps_timeout_ms = -1;     // --lps-timeout-ms, the name before one duration style
+  std::string log_level = "info";
+  hotfix::LogLevel min_level = hotfix::LogLevel::kInfo;  // from log_level
 };
 
 void AddCheckHotfixFlags(CLI::App& cmd, CheckHotfixFlags& f) {
@@ -59,11 +93,11 @@ void AddCheckHotfixFlags(CLI::App& cmd, CheckHotfixFlags& f) {
       ->capture_default_str();
   cmd.add_option("--component", f.fetch.component, "Component whose config is requested")
       ->capture_default_str();
-  cmd.add_option("--lps-timeout-ms", f.fetch.timeout_ms,
-                 "Budget for connect, TLS and the call; the call may wait up to 2 s more for an "
-                 "IMDS retry")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 600000));
+  cmd.add_option("--lps-timeout", f.lps_timeout,
+                 "Budget for connect, TLS and the call (1ms to 10m); the call may wait up to 2 s "
+                 "more for an IMDS retry")
+      ->capture_default_str();
+  cmd.add_option("--lps-timeout-ms", f.old_lps_timeout_ms)->check(CLI::Range(1, 600000))->group("");
   cmd.add_option("--events-dir", f.events_dir, "Guest-agent events folder")->capture_default_str();
   cmd.add_option("--log-file", f.log_file, "JSON log lines are appended here and to stderr")
       ->capture_default_str();
@@ -72,6 +106,7 @@ void AddCheckHotfixFlags(CLI::App& cmd, CheckHotfixFlags& f) {
       ->capture_default_str();
   cmd.add_flag("--dry-run", f.dry_run,
                "Report the outcome and the pointer it would write on stdout; write nothing");
+  AddLogLevelFlag(cmd, f.log_level);
 }
 
 // Only the outcome on stdout, so that scripts can read a dry run.
@@ -89,6 +124,7 @@ void PrintDryRun(const hotfix::node::CheckHotfixResult& result, const std::strin
 
 int RunCheckHotfix(const CheckHotfixFlags& f, const std::vector<std::string>& extras) {
   hotfix::Logger log;
+  log.set_min_level(f.min_level);
   if (!f.dry_run) {
     hotfix::Status st = log.OpenFile(f.log_file);
     // Fail-open: a node whose log folder is broken still gets its hotfix checked.
@@ -119,9 +155,13 @@ int RunCheckHotfix(const CheckHotfixFlags& f, const std::vector<std::string>& ex
 struct DownloadHotfixFlags {
   hotfix::node::DownloadHotfixOptions options;
   std::string current_version = kVersion;
-  int retry_backoff_ms = 3000;
-  int command_timeout_ms = 60000;
-  std::string lock_file;  // default: next to the hotfix binary
+  std::string retry_backoff = "3s";
+  std::string command_timeout = "1m";
+  int old_retry_backoff_ms = -1;  // the names before one duration style
+  int old_command_timeout_ms = -1;
+  std::string log_level = "info";
+  hotfix::LogLevel min_level = hotfix::LogLevel::kInfo;  // from log_level
+  std::string lock_file;                                 // default: next to the hotfix binary
   std::string events_dir = paths::kEventsDir;
   std::string log_file = paths::kLogFile;
   bool dry_run = false;
@@ -159,13 +199,18 @@ void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
   cmd.add_option("--node-custom-data", o.node_custom_data,
                  "cloud-init YAML whose write_files are the scripts hotfix")
       ->capture_default_str();
-  cmd.add_option("--retry-backoff-ms", f.retry_backoff_ms, "Pause between attempts of a command")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 600000));
-  cmd.add_option("--command-timeout-ms", f.command_timeout_ms,
-                 "Each attempt is killed (SIGKILL, with its process group) after this")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600000));
+  cmd.add_option("--retry-backoff", f.retry_backoff,
+                 "Pause between attempts of a command (0 to 10m)")
+      ->capture_default_str();
+  cmd.add_option("--command-timeout", f.command_timeout,
+                 "Each attempt is killed (SIGKILL, with its process group) after this (1ms to 1h)")
+      ->capture_default_str();
+  cmd.add_option("--retry-backoff-ms", f.old_retry_backoff_ms)
+      ->check(CLI::Range(0, 600000))
+      ->group("");
+  cmd.add_option("--command-timeout-ms", f.old_command_timeout_ms)
+      ->check(CLI::Range(1, 3600000))
+      ->group("");
   cmd.add_option("--lock-file", f.lock_file,
                  "Lock held for the whole run (default: .aks-node-controller-download-hotfix.lock "
                  "next to the hotfix binary)");
@@ -174,6 +219,7 @@ void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
       ->capture_default_str();
   cmd.add_flag("--dry-run", f.dry_run,
                "Print the decision and the commands it would run on stdout; run and write nothing");
+  AddLogLevelFlag(cmd, f.log_level);
   cmd.add_option("--node-config", f.lps.node_config_path,
                  "AKSNodeConfig JSON: apiserver FQDN and CA (for the outcome report)")
       ->capture_default_str();
@@ -239,6 +285,7 @@ extern "C" void OnTerminate(int) { g_cancelled.store(true); }
 
 int RunDownloadHotfix(DownloadHotfixFlags& f) {
   hotfix::Logger log;
+  log.set_min_level(f.min_level);
   if (!f.dry_run) {
     hotfix::Status st = log.OpenFile(f.log_file);
     if (!st.ok()) log.Warn("could not open log file; logging to stderr only", {{"error", st}});
@@ -253,8 +300,6 @@ int RunDownloadHotfix(DownloadHotfixFlags& f) {
 
   auto& o = f.options;
   o.current_version = f.current_version;
-  o.retry_backoff = std::chrono::milliseconds(f.retry_backoff_ms);
-  o.command_timeout = std::chrono::milliseconds(f.command_timeout_ms);
   o.dry_run = f.dry_run;
   o.cancelled = &g_cancelled;
   const std::string lock = !f.lock_file.empty() ? f.lock_file
@@ -314,7 +359,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2, as the service's do.
+    return app.exit(e) == 0 ? 0 : 2;
   }
 
   if (check_cmd->parsed()) {
@@ -325,6 +371,17 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    using std::chrono::milliseconds;
+    if (check.old_lps_timeout_ms >= 0) {
+      if (check_cmd->count("--lps-timeout") > 0) return BothNames("check-hotfix", "--lps-timeout");
+      check.lps_timeout = std::to_string(check.old_lps_timeout_ms) + "ms";
+    }
+    auto timeout = DurationFlag("check-hotfix", "--lps-timeout", check.lps_timeout, milliseconds(1),
+                                std::chrono::minutes(10));
+    auto level = LogLevelFlag("check-hotfix", check.log_level);
+    if (!timeout || !level) return 2;
+    check.fetch.timeout_ms = static_cast<int>(timeout->count());
+    check.min_level = *level;
     try {
       return RunCheckHotfix(check, extras);
     } catch (...) {
@@ -342,9 +399,33 @@ int main(int argc, char** argv) {
       joined += (joined.empty() ? "" : " ") + a;
     }
     if (!extras.empty()) {
+      // Exit 1, not 2: the reference's answer to this one usage error, which the node's
+      // scripts see (docs/DOWNLOAD-HOTFIX.md, "Command line").
       std::cerr << "unexpected download-hotfix arguments: " << joined << "\n";
       return 1;
     }
+    using std::chrono::milliseconds;
+    if (download.old_retry_backoff_ms >= 0) {
+      if (download_cmd->count("--retry-backoff") > 0) {
+        return BothNames("download-hotfix", "--retry-backoff");
+      }
+      download.retry_backoff = std::to_string(download.old_retry_backoff_ms) + "ms";
+    }
+    if (download.old_command_timeout_ms >= 0) {
+      if (download_cmd->count("--command-timeout") > 0) {
+        return BothNames("download-hotfix", "--command-timeout");
+      }
+      download.command_timeout = std::to_string(download.old_command_timeout_ms) + "ms";
+    }
+    auto backoff = DurationFlag("download-hotfix", "--retry-backoff", download.retry_backoff,
+                                milliseconds(0), std::chrono::minutes(10));
+    auto timeout = DurationFlag("download-hotfix", "--command-timeout", download.command_timeout,
+                                milliseconds(1), std::chrono::hours(1));
+    auto level = LogLevelFlag("download-hotfix", download.log_level);
+    if (!backoff || !timeout || !level) return 2;
+    download.options.retry_backoff = *backoff;
+    download.options.command_timeout = *timeout;
+    download.min_level = *level;
     try {
       return RunDownloadHotfix(download);
     } catch (const std::exception& e) {

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "build_info.h"
+#include "common/duration.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "service/component_store.h"
+#include "service/memory_budget.h"
 #include "service/rollout.h"
 #include "service/rollout_edit.h"
 #include "service/rollout_tools.h"
@@ -323,10 +325,16 @@ int (*ToolOf(int argc, char** argv))(int, char**) {
 struct Flags {
   hotfix::service::ServerConfig config;
   std::string rate_limit;
-  int tls_refresh_s = 10;
-  int shutdown_grace_s = 10;
-  int testing_response_delay_ms = 0;
+  // Durations in one style (common/duration.h); the old whole-number flags still work.
+  std::string refresh_interval = "10s";
+  std::string shutdown_grace = "10s";
+  std::string testing_response_delay = "0";
   std::string auto_halt_interval = "30s";
+  std::string memory_limit;
+  std::string log_level = "info";
+  int old_tls_refresh_s = -1;
+  int old_shutdown_grace_s = -1;
+  int old_testing_response_delay_ms = -1;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -362,33 +370,106 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "ADDR:PORT for plaintext gRPC health only (kubelet's grpc probe cannot do TLS)");
   auto* insecure = app.add_flag("--insecure-accept-any-token", c.insecure_accept_any_token,
                                 "DEVELOPMENT ONLY: accept any non-empty authorization unverified");
-  app.add_option("--tls-refresh-seconds", f.tls_refresh_s,
-                 "how often the TLS files are checked for changes")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
+  app.add_option("--refresh-interval", f.refresh_interval,
+                 "how often the TLS pair and the attestation roots are checked for changes "
+                 "(1s to 1d)")
+      ->capture_default_str();
   app.add_option("--threads", c.threads, "event-loop threads (0: one per core)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
   app.add_option("--max-connections", c.max_connections,
                  "open connections at most, TLS handshakes included; more are closed at once "
-                 "(0: the file-descriptor limit less 128)")
+                 "(0: what --memory-limit and the file-descriptor limit allow)")
       ->capture_default_str();
+  app.add_option("--memory-limit", f.memory_limit,
+                 "memory the process may use, e.g. 512Mi: the connection cap derives from it "
+                 "(default: the cgroup's limit, if any)");
   app.add_option("--max-connections-per-peer", c.max_connections_per_peer,
                  "open connections at most from one source address (behind a proxy: the "
                  "proxy's); more are closed at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  app.add_option("--shutdown-grace-seconds", f.shutdown_grace_s,
-                 "on SIGTERM, how long in-flight calls may take before they are cancelled")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 3600));
+  app.add_option("--shutdown-grace", f.shutdown_grace,
+                 "on SIGTERM, how long in-flight calls may take before they are cancelled "
+                 "(0 to 1h)")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level,
+                 "debug, info, warn or error (warn: no line per OK call)")
+      ->capture_default_str();
   // Hidden from --help: a test hook, not an operator's setting (see docs/SERVICE.md).
-  app.add_option("--testing-response-delay-ms", f.testing_response_delay_ms)
+  app.add_option("--testing-response-delay", f.testing_response_delay)->group("");
+  // The names before durations had one style; hidden, still accepted.
+  app.add_option("--tls-refresh-seconds", f.old_tls_refresh_s)
+      ->check(CLI::Range(1, 86400))
+      ->group("");
+  app.add_option("--shutdown-grace-seconds", f.old_shutdown_grace_s)
+      ->check(CLI::Range(0, 3600))
+      ->group("");
+  app.add_option("--testing-response-delay-ms", f.old_testing_response_delay_ms)
       ->check(CLI::Range(0, 600000))
       ->group("");
   // Identity must be verified unless the operator explicitly asked for the insecure mode.
   roots->excludes(insecure);
   insecure->excludes(roots);
+}
+
+// A duration flag within [least, most].
+hotfix::StatusOr<std::chrono::milliseconds> DurationFlag(const std::string& flag,
+                                                         const std::string& text,
+                                                         std::chrono::milliseconds least,
+                                                         std::chrono::milliseconds most) {
+  auto d = hotfix::ParseDurationWithin(text, least, most);
+  if (!d.ok()) return d.status().Annotate(flag);
+  return d;
+}
+
+// The duration and size flags into the config; the old whole-number names win when given.
+hotfix::Status ApplyDurationsAndSizes(const CLI::App& app, Flags& f) {
+  using std::chrono::hours;
+  using std::chrono::milliseconds;
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  auto& c = f.config;
+  const std::pair<int, std::pair<const char*, const char*>> renamed[] = {
+      {f.old_tls_refresh_s, {"--tls-refresh-seconds", "--refresh-interval"}},
+      {f.old_shutdown_grace_s, {"--shutdown-grace-seconds", "--shutdown-grace"}},
+      {f.old_testing_response_delay_ms,
+       {"--testing-response-delay-ms", "--testing-response-delay"}},
+  };
+  for (const auto& [old_value, names] : renamed) {
+    if (old_value >= 0 && app.count(names.second) > 0) {
+      return hotfix::Status::InvalidArgument(std::string("give ") + names.second + " or " +
+                                             names.first + ", not both");
+    }
+  }
+  if (f.old_tls_refresh_s >= 0) f.refresh_interval = std::to_string(f.old_tls_refresh_s) + "s";
+  if (f.old_shutdown_grace_s >= 0) f.shutdown_grace = std::to_string(f.old_shutdown_grace_s) + "s";
+  if (f.old_testing_response_delay_ms >= 0) {
+    f.testing_response_delay = std::to_string(f.old_testing_response_delay_ms) + "ms";
+  }
+  auto refresh = DurationFlag("--refresh-interval", f.refresh_interval, seconds(1), hours(24));
+  if (!refresh.ok()) return refresh.status();
+  if (refresh->count() % 1000 != 0) {
+    return hotfix::Status::InvalidArgument("--refresh-interval " + f.refresh_interval +
+                                           ": want whole seconds");
+  }
+  c.tls_refresh = std::chrono::duration_cast<seconds>(*refresh);
+  auto grace = DurationFlag("--shutdown-grace", f.shutdown_grace, milliseconds(0), hours(1));
+  if (!grace.ok()) return grace.status();
+  c.shutdown_grace = *grace;
+  auto delay = DurationFlag("--testing-response-delay", f.testing_response_delay, milliseconds(0),
+                            minutes(10));
+  if (!delay.ok()) return delay.status();
+  c.testing_response_delay = *delay;
+  auto interval = DurationFlag("--auto-halt-interval", f.auto_halt_interval, seconds(1), hours(1));
+  if (!interval.ok()) return interval.status();
+  c.auto_halt_interval = *interval;
+  if (!f.memory_limit.empty()) {
+    auto bytes = hotfix::service::ParseByteSize(f.memory_limit);
+    if (!bytes.ok()) return bytes.status().Annotate("--memory-limit");
+    c.memory_limit = *bytes;
+  }
+  return hotfix::Status::Ok();
 }
 
 // Blocked before any thread exists, so every thread inherits the mask and only sigwait sees
@@ -427,6 +508,12 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   hotfix::Logger log;
+  auto level = hotfix::ParseLogLevel(flags.log_level);
+  if (!level.ok()) {
+    log.Error("refusing to start", {{"error", level.status().Annotate("--log-level")}});
+    return 2;
+  }
+  log.set_min_level(*level);
   auto& config = flags.config;
   config.version = HOTFIX_SERVICE_VERSION;
   config.revision = HOTFIX_GIT_REVISION;
@@ -444,17 +531,11 @@ int main(int argc, char** argv) {
     }
     config.rate_limit_per_node = *rate;
   }
-  auto interval = hotfix::service::ParseRolloutDuration(flags.auto_halt_interval);
-  if (!interval.ok() || *interval > std::chrono::hours(1)) {
-    log.Error("refusing to start", {{"error", "--auto-halt-interval: " +
-                                                  (interval.ok() ? std::string("longer than 1h")
-                                                                 : interval.status().message())}});
+  hotfix::Status usage = ApplyDurationsAndSizes(app, flags);
+  if (!usage.ok()) {
+    log.Error("refusing to start", {{"error", usage}});
     return 2;
   }
-  config.auto_halt_interval = *interval;
-  config.tls_refresh = std::chrono::seconds(flags.tls_refresh_s);
-  config.shutdown_grace = std::chrono::seconds(flags.shutdown_grace_s);
-  config.testing_response_delay = std::chrono::milliseconds(flags.testing_response_delay_ms);
 
   sigset_t signals = BlockControlSignals();
   auto server = hotfix::service::Server::Start(std::move(config), &log);

@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include <cctype>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,6 +10,18 @@
 #include <nlohmann/json.hpp>
 
 namespace hotfix {
+
+StatusOr<LogLevel> ParseLogLevel(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (LogLevel level : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
+    std::string name = LogLevelName(level);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == name) return level;
+  }
+  return Status::InvalidArgument("log level \"" + std::string(text) +
+                                 "\": want debug, info, warn or error");
+}
 
 const char* LogLevelName(LogLevel level) {
   switch (level) {
@@ -83,6 +97,7 @@ std::string Logger::FormatLine(LogLevel level, std::string_view msg,
 }
 
 void Logger::Log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
+  if (!Enabled(level)) return;
   std::string line = FormatLine(level, msg, std::vector<LogField>(fields)) + "\n";
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ >= 0) WriteAll(fd_, line);

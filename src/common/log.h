@@ -3,6 +3,7 @@
 // to the log file (append, 0644) and to stderr.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
@@ -32,6 +33,8 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
 
 // "DEBUG", "INFO", "WARN", "ERROR": the `level` of every JSON line.
 const char* LogLevelName(LogLevel level);
+// "debug", "info", "warn", "error" (any case): --log-level. InvalidArgument otherwise.
+StatusOr<LogLevel> ParseLogLevel(std::string_view text);
 
 class Logger {
  public:
@@ -44,6 +47,9 @@ class Logger {
   // Opens (creating with 0644, appending) the log file; lines then go to both sinks.
   Status OpenFile(const std::string& path);
   void set_stderr(bool on) { to_stderr_ = on; }
+  // Lines below `level` are dropped (--log-level); INFO by default.
+  void set_min_level(LogLevel level) { min_level_.store(level, std::memory_order_relaxed); }
+  bool Enabled(LogLevel level) const { return level >= min_level_.load(std::memory_order_relaxed); }
 
   void Log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields = {});
   void Info(std::string_view msg, std::initializer_list<LogField> fields = {}) {
@@ -58,6 +64,7 @@ class Logger {
 
   // Lines formatted elsewhere in FormatLine's shape, each ending in '\n', written as they are
   // to the same sinks (the service's per-call access log formats its own, without a DOM).
+  // The caller checks Enabled() for their level first.
   void WriteFormatted(std::string_view lines);
 
   // One JSON line, without the trailing newline; exposed for tests.
@@ -68,6 +75,7 @@ class Logger {
   std::mutex mu_;
   int fd_ = -1;
   bool to_stderr_ = true;
+  std::atomic<LogLevel> min_level_{LogLevel::kInfo};
 };
 
 // A logger that discards everything: for tests and library code with nothing to say.

@@ -23,6 +23,7 @@
 
 #include "common/openssl.h"
 #include "common/unique_fd.h"
+#include "service/memory_budget.h"
 #include "wire/tcp.h"
 
 namespace hotfix::service {
@@ -38,7 +39,7 @@ constexpr size_t kPeerBuckets = 4096;
 constexpr size_t kReadChunk = 16 * 1024;
 // Pending output past which a connection is not read until the peer takes some: a peer that
 // sends without reading cannot make us queue answers without bound.
-constexpr size_t kMaxPendingOutput = 64 * 1024;
+constexpr size_t kMaxPendingOutput = kMaxPendingOutputBytes;
 // Reads from one connection per turn of the loop: a peer that keeps its socket full cannot
 // keep the loop from its other connections.
 constexpr int kReadsPerTurn = 16;
@@ -554,6 +555,7 @@ void GrpcServer::Impl::Loop::Close(Connection* conn) {
 void GrpcServer::Impl::Loop::Tick(SteadyClock::time_point now) {
   if (index_ == 0 && server_->options.tls != nullptr && now >= next_tls_check_) {
     server_->options.tls->ReloadIfChanged(server_->options.log);
+    if (server_->options.refresh_files) server_->options.refresh_files();
     next_tls_check_ = now + server_->options.tls_refresh;
   }
   std::vector<Connection*> due;

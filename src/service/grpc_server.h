@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,9 @@ struct GrpcServerOptions {
   std::vector<ListenerSpec> listeners;
   TlsServerContext* tls = nullptr;  // borrowed; required when a listener is TLS
   std::chrono::seconds tls_refresh{10};
+  // Called with the TLS pair's check, every tls_refresh, on one loop: other files to re-read
+  // when they change (the attestation roots). May be empty.
+  std::function<void()> refresh_files;
   H2Limits limits;
   std::vector<std::string> kept_metadata;  // see H2SessionOptions
   int threads = 0;                         // 0: one per core

@@ -235,7 +235,10 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   }
 
   // One line per call, fixed fields so log queries need no optional-field logic. The token
-  // is not in CallDecision at all, so it cannot land here.
+  // is not in CallDecision at all, so it cannot land here. Refusals are WARN: --log-level
+  // warn keeps them and drops the OK calls' lines.
+  const LogLevel level = decision.status.ok() ? LogLevel::kInfo : LogLevel::kWarn;
+  if (!options_.access_log->Enabled(level)) return;
   AccessLogEntry entry;
   entry.method = sample.method;
   entry.peer = input.peer;
@@ -275,8 +278,7 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   }
   entry.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
   options_.access_log->WriteFormatted(
-      FormatAccessLogLine(decision.status.ok() ? LogLevel::kInfo : LogLevel::kWarn, entry,
-                          std::chrono::system_clock::now()));
+      FormatAccessLogLine(level, entry, std::chrono::system_clock::now()));
 }
 
 namespace {

@@ -22,6 +22,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "service/attestation_roots.h"
 #include "service/tls_server_context.h"
 
 namespace hotfix::service {
@@ -130,6 +131,20 @@ class ScrapedCollectable final : public prometheus::Collectable {
                            MetricType::Gauge);
       AddValue(&expiry, static_cast<double>(sources_.tls->not_after()));
       out.push_back(std::move(expiry));
+    }
+    if (sources_.attestation_roots != nullptr) {
+      auto expiry = Family(kMetricAttestationRootsExpiry,
+                           "When the first --attestation-roots certificate in use expires, Unix "
+                           "seconds",
+                           MetricType::Gauge);
+      AddValue(&expiry, static_cast<double>(sources_.attestation_roots->not_after()));
+      out.push_back(std::move(expiry));
+      auto reloaded = Family(kMetricAttestationRootsReloadSuccessful,
+                             "0 after a changed --attestation-roots file failed to load (the "
+                             "previous roots still verify), 1 otherwise",
+                             MetricType::Gauge);
+      AddValue(&reloaded, sources_.attestation_roots->last_reload_successful() ? 1 : 0);
+      out.push_back(std::move(reloaded));
     }
     if (sources_.store != nullptr) {
       auto files = Family(kMetricComponentFileInfo,
@@ -341,16 +356,6 @@ struct PrometheusMetrics::Impl {
         .Register(*registry)
         .Add({{"version", options.version}, {"revision", options.revision}})
         .Set(1);
-    if (options.attestation_roots_expiry > 0) {
-      prometheus::BuildGauge()
-          .Name(kMetricAttestationRootsExpiry)
-          .Help(
-              "When the first --attestation-roots certificate expires, Unix seconds (as "
-              "loaded at start)")
-          .Register(*registry)
-          .Add({})
-          .Set(static_cast<double>(options.attestation_roots_expiry));
-    }
     for (int i = 0; i < static_cast<int>(TransportEvent::kCount); ++i) {
       transport_event_counters[i] =
           &transport_events.Add({{"event", TransportEventName(static_cast<TransportEvent>(i))}});
@@ -503,6 +508,22 @@ void PrometheusMetrics::RecordTransportEvent(TransportEvent event) {
   impl_->transport_event_counters[index]->Increment();
   if (event == TransportEvent::kAccepted) impl_->open_connections.Increment();
   if (event == TransportEvent::kClosed) impl_->open_connections.Decrement();
+}
+
+void PrometheusMetrics::SetConnectionLimits(size_t max_connections, uint64_t memory_limit) {
+  prometheus::BuildGauge()
+      .Name(kMetricMaxConnections)
+      .Help("Open connections at most (--max-connections, the memory limit and the fd limit)")
+      .Register(*impl_->registry)
+      .Add({})
+      .Set(static_cast<double>(max_connections));
+  if (memory_limit == 0) return;
+  prometheus::BuildGauge()
+      .Name(kMetricMemoryLimit)
+      .Help("The memory limit the connection cap derives from (--memory-limit or the cgroup's)")
+      .Register(*impl_->registry)
+      .Add({})
+      .Set(static_cast<double>(memory_limit));
 }
 
 }  // namespace hotfix::service

@@ -26,6 +26,7 @@
 namespace hotfix::service {
 
 class TlsServerContext;
+class AttestationRoots;
 
 // One finished call, as the metrics see it. Labels must stay bounded: the caller passes a
 // component name only when the store knows it (anything else is "unknown"), and the
@@ -65,15 +66,14 @@ struct PrometheusMetricsOptions {
   // lp_build_info{version,revision} 1: which build a replica runs.
   std::string version = "dev";
   std::string revision = "unknown";
-  // When the first --attestation-roots certificate expires, Unix seconds; 0: no roots
-  // (development mode), no series.
-  int64_t attestation_roots_expiry = 0;
 };
 
 // The names, for docs/SERVICE.md and the tests.
 inline constexpr char kMetricBuildInfo[] = "lp_build_info";
 inline constexpr char kMetricAttestationRootsExpiry[] =
     "lp_attestation_roots_expiry_timestamp_seconds";
+inline constexpr char kMetricAttestationRootsReloadSuccessful[] =
+    "lp_attestation_roots_last_reload_successful";
 inline constexpr char kMetricTlsCertificateExpiry[] = "lp_tls_certificate_expiry_timestamp_seconds";
 inline constexpr char kMetricComponentFileInfo[] = "lp_component_file_info";
 inline constexpr char kMetricRequests[] = "lp_requests_total";
@@ -86,6 +86,8 @@ inline constexpr char kMetricStoreRejectedFiles[] = "lp_store_rejected_files";
 inline constexpr char kMetricStoreReloads[] = "lp_store_reloads_total";
 inline constexpr char kMetricTransportEvents[] = "lp_transport_events_total";
 inline constexpr char kMetricOpenConnections[] = "lp_open_connections";
+inline constexpr char kMetricMaxConnections[] = "lp_max_connections";
+inline constexpr char kMetricMemoryLimit[] = "lp_memory_limit_bytes";
 inline constexpr char kMetricRolloutApplied[] = "lp_rollout_applied_total";
 inline constexpr char kMetricRolloutRatio[] = "lp_rollout_ratio";
 inline constexpr char kMetricRolloutOutcomes[] = "lp_rollout_outcomes_total";
@@ -110,6 +112,8 @@ struct ScrapedSources {
   const Authenticator* authenticator = nullptr;   // lp_identity_cache_*, lp_signer_cache_*
   const RateLimiter* rate_limiter = nullptr;      // lp_rate_limiter_tracked_nodes
   const AutoHaltController* auto_halt = nullptr;  // lp_auto_halt_*
+  // lp_attestation_roots_expiry_timestamp_seconds, lp_attestation_roots_last_reload_successful
+  const AttestationRoots* attestation_roots = nullptr;
 };
 
 class PrometheusMetrics : public Metrics {
@@ -124,6 +128,9 @@ class PrometheusMetrics : public Metrics {
   // (instead of throwing, as civetweb's C++ API does) when the address cannot be bound. Call
   // it last at start-up: stopping the HTTP server (civetweb) can take up to 2 s.
   Status Listen(const std::string& listen, ScrapedSources sources = {});
+  // lp_max_connections, and lp_memory_limit_bytes when memory_limit > 0: the connection cap
+  // and the limit it derives from (memory_budget.h), once the listeners exist.
+  void SetConnectionLimits(size_t max_connections, uint64_t memory_limit);
   // Stops the HTTP server (blocks until its threads are done). Idempotent.
   void StopListening();
   // The port /metrics is served on; 0 before Listen().

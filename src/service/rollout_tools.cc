@@ -14,6 +14,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/duration.h"
+
 namespace hotfix::service {
 namespace {
 
@@ -251,44 +253,12 @@ std::string Guid(std::mt19937_64& rng) {
 }  // namespace
 
 StatusOr<std::chrono::seconds> ParseRolloutDuration(std::string_view text) {
+  StatusOr<std::chrono::milliseconds> d = ParseDuration(text);
+  if (!d.ok()) return d.status();
   const std::string quoted = "duration \"" + std::string(text) + "\"";
-  const std::string shape = " (a number and a unit s, m, h or d, e.g. 90s, 30m, 6h, 1d, 1h30m)";
-  if (text.empty()) return Status::InvalidArgument("empty duration" + shape);
-  constexpr int64_t kMaxSeconds = int64_t{3650} * 86400;
-  int64_t total = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    int64_t n = 0;
-    size_t digits = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      if (++digits > 9) return Status::InvalidArgument(quoted + " is too long");
-      n = n * 10 + (text[i++] - '0');
-    }
-    if (digits == 0 || i == text.size()) return Status::InvalidArgument(quoted + shape);
-    int64_t unit = 0;
-    switch (text[i++]) {
-      case 's':
-        unit = 1;
-        break;
-      case 'm':
-        unit = 60;
-        break;
-      case 'h':
-        unit = 3600;
-        break;
-      case 'd':
-        unit = 86400;
-        break;
-      default:
-        return Status::InvalidArgument(quoted + shape);
-    }
-    total += n * unit;  // at most 999999999 days per term: no overflow in int64
-    if (total > kMaxSeconds) {
-      return Status::InvalidArgument(quoted + " is longer than 3650 days");
-    }
-  }
-  if (total == 0) return Status::InvalidArgument(quoted + " is zero");
-  return std::chrono::seconds(total);
+  if (d->count() == 0) return Status::InvalidArgument(quoted + " is zero");
+  if (d->count() % 1000 != 0) return Status::InvalidArgument(quoted + " is not whole seconds");
+  return std::chrono::duration_cast<std::chrono::seconds>(*d);
 }
 
 StatusOr<std::shared_ptr<const ComponentConfig>> LoadComponentFromFolder(

@@ -28,7 +28,8 @@ inline constexpr uint64_t kMaxSimulateWork = 2000000000;
 // `simulate --against`: nodes listed per time (all of them are counted).
 inline constexpr size_t kMaxDiffNodesListed = 20;
 
-// "90s", "30m", "6h", "1d", or a sum of such terms ("1h30m"). Positive, at most 3650 days.
+// A duration (common/duration.h: "90s", "30m", "6h", "1d", "1h30m") of whole seconds,
+// positive, at most 3650 days.
 StatusOr<std::chrono::seconds> ParseRolloutDuration(std::string_view text);
 
 // One component's file from a folder, judged as the service judges it. NotFound when the

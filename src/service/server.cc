@@ -8,13 +8,16 @@
 #include <cstdio>
 #include <functional>
 #include <mutex>
+#include <optional>
 
 #include "common/openssl.h"
 #include "grpc/health/v1/health.pb.h"
+#include "service/attestation_roots.h"
 #include "service/auto_halt_controller.h"
 #include "service/component_store.h"
 #include "service/grpc_server.h"
 #include "service/live_patching_service.h"
+#include "service/memory_budget.h"
 #include "service/metrics.h"
 #include "service/node_identity.h"
 #include "service/prometheus_outcomes.h"
@@ -40,11 +43,11 @@ std::atomic<Logger*> g_log{nullptr};
 // clears it (the newest server's logger gets the messages meanwhile).
 std::atomic<int> g_log_users{0};
 
-// The authenticator, and when the first of its trust roots expires (Unix seconds; 0 without
-// roots): lp_attestation_roots_expiry_timestamp_seconds.
+// The authenticator, and its roots when it verifies attested documents (reloaded on change,
+// read by the metrics).
 struct AuthenticatorSetup {
   std::unique_ptr<Authenticator> authenticator;
-  int64_t roots_expiry = 0;
+  AttestationRoots* roots = nullptr;  // the authenticator, or null in development mode
 };
 
 StatusOr<AuthenticatorSetup> MakeAuthenticator(const ServerConfig& config, Logger* log) {
@@ -53,30 +56,18 @@ StatusOr<AuthenticatorSetup> MakeAuthenticator(const ServerConfig& config, Logge
     log->Warn(
         "INSECURE: --insecure-accept-any-token is set: any non-empty authorization is accepted "
         "and no node identity is verified; never use this outside development");
-    return AuthenticatorSetup{NewInsecureAnyTokenAuthenticator(), 0};
-  }
-  StatusOr<std::string> roots = ReadFlagFile("--attestation-roots", config.attestation_roots_path);
-  if (!roots.ok()) return roots.status();
-  StatusOr<std::vector<ossl::X509Ptr>> parsed = ossl::ParsePemCertificates(*roots);
-  if (!parsed.ok())
-    return parsed.status().Annotate("--attestation-roots " + config.attestation_roots_path);
-  int64_t earliest = 0;
-  for (const ossl::X509Ptr& cert : *parsed) {
-    struct tm expiry {};
-    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &expiry) != 1) continue;
-    const int64_t at = static_cast<int64_t>(timegm(&expiry));
-    if (earliest == 0 || at < earliest) earliest = at;
+    return AuthenticatorSetup{NewInsecureAnyTokenAuthenticator(), nullptr};
   }
   AttestedDocumentOptions options;
-  options.trust_roots_pem = std::move(*roots);
   options.signer_name = config.attestation_signer_name;
-  auto auth = NewAttestedDocumentAuthenticator(std::move(options));
-  if (!auth.ok()) return auth.status().Annotate("--attestation-roots");
+  auto roots = AttestationRoots::Load(config.attestation_roots_path, std::move(options));
+  if (!roots.ok()) return roots.status();
   log->Info("verifying attested documents",
             {{"attestation_roots", config.attestation_roots_path},
-             {"root_certificates", static_cast<int64_t>(parsed->size())},
+             {"root_certificates", static_cast<int64_t>((*roots)->certificates())},
              {"signer_name", config.attestation_signer_name}});
-  return AuthenticatorSetup{std::move(*auth), earliest};
+  AttestationRoots* raw = roots->get();
+  return AuthenticatorSetup{std::move(*roots), raw};
 }
 
 // libprotobuf's complaints (a request whose string field is not UTF-8 is one per call) would
@@ -224,6 +215,7 @@ struct Server::Impl {
   uint16_t metrics_port = 0;
   std::unique_ptr<TlsServerContext> tls;
   std::unique_ptr<Authenticator> authenticator;
+  AttestationRoots* attestation_roots = nullptr;  // authenticator, when it verifies documents
   std::unique_ptr<RateLimiter> limiter;
   std::unique_ptr<DirectoryStore> store;
   std::unique_ptr<OutcomeSource> outcome_source;
@@ -238,6 +230,8 @@ struct Server::Impl {
   std::atomic<GrpcServer*> running{nullptr};  // grpc_server, for the loops' health checks
   uint16_t port = 0;
   uint16_t health_port = 0;
+  std::optional<ConnectionBudget> budget;  // when there is a memory limit
+  const char* memory_limit_from = "none";  // "flag", "cgroup" or "none"
 };
 
 // Also the clean-up of a Start() that failed half-way: nothing may outlive what it uses.
@@ -320,6 +314,26 @@ Status Server::Impl::StartAutoHalt() {
 
 Status Server::Impl::StartGrpc() {
   GrpcServerOptions options;
+  // The connection cap fits the memory limit (memory_budget.h), measured against what the
+  // process holds now, with its store loaded: so it refuses before the kernel kills it.
+  std::optional<uint64_t> limit;
+  if (config.memory_limit > 0) {
+    limit = config.memory_limit;
+    memory_limit_from = "flag";
+  } else if ((limit = CgroupMemoryLimit())) {
+    memory_limit_from = "cgroup";
+  }
+  size_t max_connections = config.max_connections;
+  if (limit) {
+    StatusOr<ConnectionBudget> b = BudgetConnections(*limit, ResidentBytes(), options.limits);
+    if (!b.ok()) {
+      return b.status().Annotate(std::string("the memory limit (from ") + memory_limit_from + ")");
+    }
+    budget = *b;
+    if (max_connections == 0 || b->max_connections < max_connections) {
+      max_connections = b->max_connections;
+    }
+  }
   options.listeners.push_back({config.listen, true, tls_handler.get(), "--listen"});
   if (!config.health_listen.empty()) {
     // kubelet's gRPC probe speaks plaintext only: this port answers health and nothing else,
@@ -330,9 +344,13 @@ Status Server::Impl::StartGrpc() {
   }
   options.tls = tls.get();
   options.tls_refresh = config.tls_refresh;
+  if (AttestationRoots* roots = attestation_roots) {
+    Logger* logger = log;
+    options.refresh_files = [roots, logger] { roots->ReloadIfChanged(logger); };
+  }
   options.kept_metadata = {"authorization"};
   options.threads = config.threads;
-  options.max_connections = config.max_connections;
+  options.max_connections = max_connections;
   options.max_connections_per_peer = config.max_connections_per_peer;
   options.events = events.get();
   options.log = log;
@@ -367,13 +385,13 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   auto authenticator = MakeAuthenticator(c, log);
   if (!authenticator.ok()) return authenticator.status();
   impl->authenticator = std::move(authenticator->authenticator);
+  impl->attestation_roots = authenticator->roots;
   if (c.metrics_listen.empty()) {
     impl->metrics = NewNoopMetrics();
   } else {
     PrometheusMetricsOptions metrics_options;
     metrics_options.version = c.version;
     metrics_options.revision = c.revision;
-    metrics_options.attestation_roots_expiry = authenticator->roots_expiry;
     auto metrics = std::make_unique<PrometheusMetrics>(std::move(metrics_options));
     impl->prometheus = metrics.get();
     impl->metrics = std::move(metrics);
@@ -412,10 +430,12 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   impl->events = std::make_unique<TransportEventLog>(impl->metrics.get(), log);
   if (Status st = impl->StartGrpc(); !st.ok()) return st;
   if (impl->prometheus != nullptr) {
+    impl->prometheus->SetConnectionLimits(impl->grpc_server->max_connections(),
+                                          impl->budget ? impl->budget->memory_limit : 0);
     if (Status st = impl->prometheus->Listen(
-            c.metrics_listen,
-            {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
-             impl->authenticator.get(), impl->limiter.get(), impl->auto_halt.get()});
+            c.metrics_listen, {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
+                               impl->authenticator.get(), impl->limiter.get(),
+                               impl->auto_halt.get(), impl->attestation_roots});
         !st.ok()) {
       return st.Annotate("--metrics-listen");
     }
@@ -424,23 +444,27 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
 
   std::string allowed;
   for (const auto& s : c.allowed_subscriptions) allowed += (allowed.empty() ? "" : ",") + s;
-  log->Info("live-patching-service serving",
-            {{"version", c.version},
-             {"revision", c.revision},
-             {"listen", c.listen},
-             {"port", static_cast<int>(impl->port)},
-             {"health_port", static_cast<int>(impl->health_port)},
-             {"metrics_port", static_cast<int>(impl->metrics_port)},
-             {"tls_subject", impl->tls->subject()},
-             {"components_dir", c.components_dir},
-             {"store_loaded", impl->loaded.load()},
-             {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
-             {"allowed_subscriptions", allowed.empty() ? "any" : allowed},
-             {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
-             {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},
-             {"auto_halt_interval_ms", static_cast<int64_t>(c.auto_halt_interval.count())},
-             {"max_connections", static_cast<int64_t>(impl->grpc_server->max_connections())},
-             {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)}});
+  log->Info(
+      "live-patching-service serving",
+      {{"version", c.version},
+       {"revision", c.revision},
+       {"listen", c.listen},
+       {"port", static_cast<int>(impl->port)},
+       {"health_port", static_cast<int>(impl->health_port)},
+       {"metrics_port", static_cast<int>(impl->metrics_port)},
+       {"tls_subject", impl->tls->subject()},
+       {"components_dir", c.components_dir},
+       {"store_loaded", impl->loaded.load()},
+       {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
+       {"allowed_subscriptions", allowed.empty() ? "any" : allowed},
+       {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
+       {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},
+       {"auto_halt_interval_ms", static_cast<int64_t>(c.auto_halt_interval.count())},
+       {"max_connections", static_cast<int64_t>(impl->grpc_server->max_connections())},
+       {"memory_limit", impl->budget ? FormatByteSize(impl->budget->memory_limit) : "none"},
+       {"memory_limit_from", impl->memory_limit_from},
+       {"connection_worst_case_bytes", static_cast<int64_t>(WorstCaseConnectionBytes(H2Limits{}))},
+       {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)}});
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

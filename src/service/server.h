@@ -47,8 +47,11 @@ struct ServerConfig {
   std::string health_listen;  // empty: no plaintext health port
   bool insecure_accept_any_token = false;
   std::chrono::milliseconds shutdown_grace{10000};
-  int threads = 0;                        // event loops; 0: one per core
-  size_t max_connections = 0;             // 0: the fd limit less a reserve
+  int threads = 0;             // event loops; 0: one per core
+  size_t max_connections = 0;  // 0: the fd limit less a reserve
+  // Bytes the process may use; the connection cap derives from it (memory_budget.h). 0: the
+  // cgroup's limit, if there is one.
+  uint64_t memory_limit = 0;
   size_t max_connections_per_peer = 512;  // per source address (behind a proxy: the proxy)
   // A test hook (hidden flag): hold every answer this long, so a drain has a call in flight.
   std::chrono::milliseconds testing_response_delay{0};

@@ -1,0 +1,76 @@
+#include "common/duration.h"
+
+#include <cstdint>
+
+namespace hotfix {
+namespace {
+
+struct Unit {
+  std::string_view name;
+  int64_t ms;
+};
+// Longest name first, so "ms" is not read as "m" followed by a stray "s".
+constexpr Unit kUnits[] = {{"ms", 1}, {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
+constexpr int64_t kMaxMs = int64_t{3650} * 86400000;
+
+}  // namespace
+
+StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
+  const std::string quoted = "duration \"" + std::string(text) + "\"";
+  const std::string shape =
+      ": want a number and a unit (ms, s, m, h, d), e.g. 250ms, 90s, 30m, 6h, 1d, 1h30m";
+  if (text == "0") return std::chrono::milliseconds(0);
+  if (text.empty()) return Status::InvalidArgument("empty duration" + shape);
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    int64_t n = 0;
+    size_t digits = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      if (++digits > 12) return Status::InvalidArgument(quoted + " is too long");
+      n = n * 10 + (text[i++] - '0');
+    }
+    if (digits == 0 || i == text.size()) return Status::InvalidArgument(quoted + shape);
+    const Unit* unit = nullptr;
+    for (const Unit& u : kUnits) {
+      if (text.substr(i, u.name.size()) == u.name) {
+        unit = &u;
+        break;
+      }
+    }
+    if (unit == nullptr) return Status::InvalidArgument(quoted + shape);
+    i += unit->name.size();
+    // n < 10^12 and a term past kMaxMs fails below before the next: no int64 overflow.
+    if (n > kMaxMs / unit->ms) return Status::InvalidArgument(quoted + " is longer than 3650 days");
+    total += n * unit->ms;
+    if (total > kMaxMs) return Status::InvalidArgument(quoted + " is longer than 3650 days");
+  }
+  return std::chrono::milliseconds(total);
+}
+
+StatusOr<std::chrono::milliseconds> ParseDurationWithin(std::string_view text,
+                                                        std::chrono::milliseconds least,
+                                                        std::chrono::milliseconds most) {
+  StatusOr<std::chrono::milliseconds> d = ParseDuration(text);
+  if (!d.ok()) return d;
+  if (*d < least || *d > most) {
+    return Status::InvalidArgument("duration \"" + std::string(text) + "\": want " +
+                                   FormatDuration(least) + " to " + FormatDuration(most));
+  }
+  return d;
+}
+
+std::string FormatDuration(std::chrono::milliseconds d) {
+  int64_t left = d.count();
+  if (left <= 0) return "0s";
+  std::string out;
+  for (const Unit& u : {kUnits[1], kUnits[2], kUnits[3], kUnits[4], kUnits[0]}) {
+    if (left >= u.ms) {
+      out += std::to_string(left / u.ms) + std::string(u.name);
+      left %= u.ms;
+    }
+  }
+  return out;
+}
+
+}  // namespace hotfix
