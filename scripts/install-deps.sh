@@ -21,6 +21,38 @@ test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd p
       protoc-gen-go protoc-gen-go-grpc)
 bench=(hyperfine time stress-ng)  # stress-ng: the load part of scripts/reliability.sh
 
+# Debian's kubectl (kubernetes-client, 1.20; its `kubectl kustomize` is kustomize v2.0.3):
+# deploy_config_test renders deploy/kubernetes with it, the oldest kustomize the base must
+# render with. Unpacked, not installed: Google's `kubectl` package, which machines of this
+# kind carry, owns /usr/bin/kubectl too, and dpkg refuses kubernetes-client ("trying to
+# overwrite '/usr/bin/kubectl', which is also in package kubectl"). So `apt-get download` and
+# `dpkg-deb -x` into a folder of its own; the test runs that binary, never the one on PATH.
+kubectl_dir=/opt/debian-kubernetes-client
+debian_kubectl() {
+  local sudo=() version tmp
+  if ((EUID != 0)); then sudo=(sudo); fi
+  version=$(apt-cache policy kubernetes-client | awk '/Candidate:/ {print $2}')
+  if [[ -z "$version" || "$version" == "(none)" ]]; then
+    "${sudo[@]}" apt-get update -qq
+    version=$(apt-cache policy kubernetes-client | awk '/Candidate:/ {print $2}')
+  fi
+  if [[ -x "$kubectl_dir/usr/bin/kubectl" &&
+        "$(cat "$kubectl_dir/VERSION" 2>/dev/null)" == "$version" ]]; then
+    return 0
+  fi
+  echo "install-deps: unpacking kubernetes-client $version into $kubectl_dir"
+  tmp=$(mktemp -d)
+  if ((EUID == 0)) && id _apt >/dev/null 2>&1; then chown _apt "$tmp"; fi  # apt's sandbox user
+  (cd "$tmp" && apt-get download -qq "kubernetes-client=$version")
+  "${sudo[@]}" rm -rf "$kubectl_dir.new"
+  "${sudo[@]}" mkdir -p "$kubectl_dir.new"
+  "${sudo[@]}" dpkg-deb -x "$tmp"/kubernetes-client_*.deb "$kubectl_dir.new"
+  echo "$version" | "${sudo[@]}" tee "$kubectl_dir.new/VERSION" >/dev/null
+  "${sudo[@]}" rm -rf "$kubectl_dir"
+  "${sudo[@]}" mv "$kubectl_dir.new" "$kubectl_dir"
+  rm -rf "$tmp"
+}
+
 want=("${build[@]}" "${service[@]}" "${test[@]}")
 if [[ "${1:-}" == "--bench" ]]; then want+=("${bench[@]}"); fi
 
@@ -29,6 +61,7 @@ for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]} == 0)); then
+  debian_kubectl
   echo "install-deps: all ${#want[@]} packages present"
   exit 0
 fi
@@ -45,4 +78,5 @@ for unit in haproxy nginx tinyproxy prometheus prometheus-node-exporter; do
     "${sudo[@]}" systemctl stop "$unit" || true
   fi
 done
+debian_kubectl
 echo "install-deps: done"

@@ -1,15 +1,24 @@
 // Drift guards for the deployment files no test can run here. Envoy is not installable on
-// the build machine and there is no cluster, so these read the files as text and hold them to
-// what is tested: the Envoy listener to the HAProxy and nginx configs the routing tests run,
-// and every flag the systemd unit and the Kubernetes Deployment pass to the binary.
+// the build machine and there is no cluster, so these read the files and hold them to what is
+// tested: the Envoy listener to the HAProxy and nginx configs the routing tests run, every
+// flag the systemd unit and the Kubernetes Deployment pass to the binary, and the kustomize
+// base in deploy/kubernetes, as rendered by Debian's kubectl, to itself (selectors, ports,
+// the NetworkPolicy), to the alerts and to the dashboard.
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "service/h2_session.h"
+#include "service/memory_budget.h"
 #include "service_fixture.h"
 #include "text_util.h"
 
@@ -140,33 +149,473 @@ TEST(DeployConfigTest, TheSystemdUnitPassesOnlyFlagsTheBinaryHas) {
   }
 }
 
+// The Kubernetes manifests, as a cluster would get them: deploy/kubernetes is a kustomize base,
+// rendered here with Debian 12's kubectl 1.20 (kustomize v2.0.3, the oldest the base must
+// render with). Debian's package cannot be installed where Google's `kubectl` package owns
+// /usr/bin/kubectl (dpkg refuses to overwrite it), so scripts/install-deps.sh unpacks it into a
+// folder of its own, and this test runs that binary, never whatever `kubectl` is on PATH.
+constexpr char kDebianKubectl[] = "/opt/debian-kubernetes-client/usr/bin/kubectl";
+constexpr char kImage[] = "mcr.microsoft.com/aks/live-patching-service";
+constexpr char kNamespace[] = "kube-system";
+constexpr char kJob[] = "live-patching-service";  // what the alerts and the dashboard select
+
+using nlohmann::json;
+
+// YAML as JSON, every scalar a string (kustomize re-emits YAML, so types of plain scalars
+// are compared by their text).
+json ToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      for (const auto& kv : node) out[kv.first.Scalar()] = ToJson(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (const auto& item : node) out.push_back(ToJson(item));
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      return node.Scalar();
+    default:
+      return nullptr;
+  }
+}
+
+// A copy of j at a path of keys (a copy: callers pass temporaries); null when any is missing.
+json At(const json& j, std::initializer_list<const char*> path) {
+  const json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object() || !at->contains(key)) return json();
+    at = &(*at)[key];
+  }
+  return *at;
+}
+
+// Every label of `labels` is in `of` with the same value (and there is at least one).
+bool Subset(const json& labels, const json& of) {
+  if (!labels.is_object() || labels.empty() || !of.is_object()) return false;
+  for (const auto& [key, value] : labels.items()) {
+    if (!of.contains(key) || of[key] != value) return false;
+  }
+  return true;
+}
+
+struct Rendered {
+  std::vector<json> objects;
+
+  std::vector<json> OfKind(const std::string& kind) const {
+    std::vector<json> out;
+    for (const json& o : objects) {
+      if (At(o, {"kind"}) == kind) out.push_back(o);
+    }
+    return out;
+  }
+  // The one object of this kind; null (and a failure) unless there is exactly one.
+  json One(const std::string& kind) const {
+    std::vector<json> all = OfKind(kind);
+    EXPECT_EQ(all.size(), 1u) << kind;
+    return all.size() == 1 ? all[0] : json();
+  }
+  json Deployment() const { return One("Deployment"); }
+  json Container() const {
+    const json& containers = At(Deployment(), {"spec", "template", "spec", "containers"});
+    EXPECT_EQ(containers.size(), 1u);
+    return containers.size() == 1 ? containers[0] : json();
+  }
+  // --flag=VALUE of the container's args; "" (and a failure) unless exactly once.
+  std::string Flag(const std::string& flag) const {
+    std::vector<std::string> values;
+    for (const json& arg : At(Container(), {"args"})) {
+      std::string a = arg.get<std::string>();
+      if (a.rfind(flag + "=", 0) == 0) values.push_back(a.substr(flag.size() + 1));
+    }
+    EXPECT_EQ(values.size(), 1u) << flag;
+    return values.size() == 1 ? values[0] : "";
+  }
+  // The container port of this name ("" if none).
+  std::string ContainerPort(const std::string& name) const {
+    for (const json& p : At(Container(), {"ports"})) {
+      if (At(p, {"name"}) == name) return At(p, {"containerPort"}).get<std::string>();
+    }
+    return "";
+  }
+};
+
+// `kubectl kustomize DIR` by Debian's kubectl, parsed.
+Rendered Render(const std::filesystem::path& dir) {
+  Rendered out;
+  if (!std::filesystem::is_regular_file(kDebianKubectl)) {
+    ADD_FAILURE() << kDebianKubectl << " is missing: scripts/install-deps.sh unpacks Debian's "
+                  << "kubernetes-client there";
+    return out;
+  }
+  SpawnOptions spawn;
+  spawn.argv = {kDebianKubectl, "kustomize", dir.string()};
+  RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(30));
+  EXPECT_TRUE(r.status.success()) << r.status.ToString() << ": " << r.stderr_text;
+  try {
+    for (const YAML::Node& doc : YAML::LoadAll(r.stdout_text)) {
+      if (doc.IsMap()) out.objects.push_back(ToJson(doc));
+    }
+  } catch (const YAML::Exception& e) {
+    ADD_FAILURE() << "kubectl kustomize printed what yaml-cpp cannot read: " << e.what();
+  }
+  return out;
+}
+
+Rendered RenderBase() { return Render(std::filesystem::path(SourceDir()) / "deploy/kubernetes"); }
+
+json ReadYaml(const std::string& relative) {
+  try {
+    return ToJson(YAML::LoadFile((std::filesystem::path(SourceDir()) / relative).string()));
+  } catch (const YAML::Exception& e) {
+    ADD_FAILURE() << relative << ": " << e.what();
+    return json();
+  }
+}
+
+// "0.0.0.0:8443" -> "8443".
+std::string PortOf(const std::string& address) {
+  size_t colon = address.rfind(':');
+  return colon == std::string::npos ? "" : address.substr(colon + 1);
+}
+
+TEST(DeployConfigTest, TheKustomizeBaseRendersEveryObjectOnceInKubeSystem) {
+  std::string version;
+  {
+    SpawnOptions spawn;
+    spawn.argv = {kDebianKubectl, "version", "--client"};
+    version = RunProcess(std::move(spawn), std::chrono::seconds(30)).stdout_text;
+  }
+  // Debian 12's kubectl, whose kustomize is v2.0.3: what renders there renders anywhere.
+  EXPECT_THAT(version, HasSubstr(R"(GitVersion:"v1.20.)"));
+
+  Rendered base = RenderBase();
+  std::multiset<std::string> kinds;
+  for (const json& o : base.objects) {
+    kinds.insert(At(o, {"kind"}).get<std::string>());
+    EXPECT_EQ(At(o, {"metadata", "namespace"}), kNamespace) << o.dump();
+    EXPECT_EQ(At(o, {"metadata", "labels", "app.kubernetes.io/name"}), "live-patching-service")
+        << At(o, {"metadata", "name"});
+  }
+  EXPECT_EQ(kinds,
+            (std::multiset<std::string>{"ConfigMap", "ConfigMap", "Deployment", "NetworkPolicy",
+                                        "PodDisruptionBudget", "PrometheusRule", "Service",
+                                        "ServiceAccount", "ServiceMonitor"}));
+  EXPECT_EQ(At(base.One("ServiceMonitor"), {"apiVersion"}), "monitoring.coreos.com/v1");
+  EXPECT_EQ(At(base.One("PrometheusRule"), {"apiVersion"}), "monitoring.coreos.com/v1");
+  EXPECT_EQ(At(base.One("PodDisruptionBudget"), {"apiVersion"}), "policy/v1");
+  EXPECT_EQ(At(base.One("NetworkPolicy"), {"apiVersion"}), "networking.k8s.io/v1");
+}
+
 TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort) {
-  std::string deployment = WithoutComments(ReadDeployFile("kubernetes/deployment.yaml"));
+  Rendered base = RenderBase();
+  json deployment = base.Deployment();
+  json container = base.Container();
   std::set<std::string> known = FlagsInHelp();
-  std::vector<std::string> used = All(deployment, R"(- (--[a-z][a-z-]+)=)");
+  std::vector<std::string> used;
+  for (const json& arg : At(container, {"args"})) {
+    std::smatch m;
+    std::string a = arg.get<std::string>();
+    if (std::regex_match(a, m, std::regex(R"((--[a-z][a-z-]+)=.*)"))) used.push_back(m[1]);
+  }
   EXPECT_GE(used.size(), 5u);
   for (const std::string& flag : used) EXPECT_TRUE(known.count(flag)) << flag;
 
-  EXPECT_EQ(One(deployment, R"(replicas: (\d+))"), "2");
-  std::string health_port = One(deployment, R"(--health-listen=[0-9.]+:(\d+))");
-  EXPECT_EQ(All(deployment, R"(grpc:\s+port: (\d+))"),
-            (std::vector<std::string>{health_port, health_port}));
-  // The store is the ConfigMap, mounted where --components-dir points.
-  std::string components = One(deployment, R"(--components-dir=(\S+))");
-  EXPECT_THAT(deployment, HasSubstr("mountPath: " + components));
-  EXPECT_THAT(deployment, HasSubstr("name: live-patching-components"));
-  EXPECT_THAT(deployment, HasSubstr("secretName: live-patching-tls"));
+  EXPECT_EQ(At(deployment, {"spec", "replicas"}), "2");
+  std::string health_port = PortOf(base.Flag("--health-listen"));
+  EXPECT_EQ(base.ContainerPort("health"), health_port);
+  EXPECT_EQ(At(container, {"readinessProbe", "grpc", "port"}), health_port);
+  EXPECT_EQ(At(container, {"livenessProbe", "grpc", "port"}), health_port);
+  EXPECT_EQ(base.ContainerPort("grpc-tls"), PortOf(base.Flag("--listen")));
+  EXPECT_EQ(base.ContainerPort("metrics"), PortOf(base.Flag("--metrics-listen")));
+  EXPECT_TRUE(At(container, {"resources", "limits", "memory"}).is_string());
 
-  std::string configmap = WithoutComments(ReadDeployFile("kubernetes/configmap.yaml"));
-  EXPECT_THAT(configmap, HasSubstr("name: live-patching-components"));
-  EXPECT_THAT(configmap, HasSubstr("aksNodeController.json:"));
-  std::string service = WithoutComments(ReadDeployFile("kubernetes/service.yaml"));
-  EXPECT_EQ(One(service, R"(targetPort: (\S+))"), "grpc-tls");
-  EXPECT_THAT(deployment, HasSubstr("name: grpc-tls"));
+  // The store is the components ConfigMap, mounted where --components-dir points; every
+  // volume is an object the base renders, or the TLS Secret the operator creates.
+  std::map<std::string, std::string> mounts;  // volume -> mountPath
+  for (const json& m : At(container, {"volumeMounts"})) {
+    mounts[At(m, {"name"}).get<std::string>()] = At(m, {"mountPath"}).get<std::string>();
+  }
+  std::set<std::string> configmaps;
+  for (const json& cm : base.OfKind("ConfigMap")) {
+    configmaps.insert(At(cm, {"metadata", "name"}).get<std::string>());
+  }
+  EXPECT_EQ(configmaps,
+            (std::set<std::string>{"live-patching-components", "live-patching-attestation-roots"}));
+  std::set<std::string> mounted_configmaps;
+  for (const json& v : At(deployment, {"spec", "template", "spec", "volumes"})) {
+    std::string name = At(v, {"name"}).get<std::string>();
+    EXPECT_TRUE(mounts.count(name)) << name;
+    if (At(v, {"configMap"}).is_object()) {
+      mounted_configmaps.insert(At(v, {"configMap", "name"}).get<std::string>());
+      if (At(v, {"configMap", "name"}) == "live-patching-components") {
+        EXPECT_EQ(mounts[name], base.Flag("--components-dir"));
+      }
+      if (At(v, {"configMap", "name"}) == "live-patching-attestation-roots") {
+        EXPECT_EQ(mounts[name] + "/roots.pem", base.Flag("--attestation-roots"));
+      }
+    } else {
+      EXPECT_EQ(At(v, {"secret", "secretName"}), "live-patching-tls") << v.dump();
+      EXPECT_EQ(mounts[name] + "/tls.crt", base.Flag("--tls-cert"));
+    }
+  }
+  EXPECT_EQ(mounted_configmaps, configmaps);
+  for (const json& cm : base.OfKind("ConfigMap")) {
+    if (At(cm, {"metadata", "name"}) == "live-patching-components") {
+      EXPECT_TRUE(At(cm, {"data", "aksNodeController.json"}).is_string());
+    }
+  }
+
   // The Envoy cluster points at this Service and port.
+  json service = base.One("Service");
   std::string envoy = ReadDeployFile("envoy/kube-api-proxy.yaml");
-  EXPECT_THAT(envoy, HasSubstr("live-patching-service.kube-system.svc.cluster.local"));
-  EXPECT_EQ(One(service, R"(\n\s+port: (\d+))"), "8443");
+  EXPECT_THAT(envoy, HasSubstr(At(service, {"metadata", "name"}).get<std::string>() + "." +
+                               kNamespace + ".svc.cluster.local"));
+  bool grpc_port = false;
+  for (const json& p : At(service, {"spec", "ports"})) {
+    if (At(p, {"name"}) == "grpc-tls") grpc_port = At(p, {"port"}) == "8443";
+  }
+  EXPECT_TRUE(grpc_port);
+  EXPECT_THAT(All(envoy, R"(port_value: (\d+))"), ::testing::Contains("8443"));
+}
+
+// The pod's memory limit is what the service budgets its connections by (no --memory-limit:
+// the cgroup's is the default), so the flags that bound connections must fit inside it, and the
+// limit must leave the process its reserve: the service would refuse to start otherwise.
+TEST(DeployConfigTest, TheDeploymentsConnectionFlagsFitItsMemoryLimit) {
+  Rendered base = RenderBase();
+  json container = base.Container();
+  auto limit =
+      service::ParseByteSize(At(container, {"resources", "limits", "memory"}).get<std::string>());
+  auto request =
+      service::ParseByteSize(At(container, {"resources", "requests", "memory"}).get<std::string>());
+  ASSERT_TRUE(limit.ok()) << limit.status().ToString();
+  ASSERT_TRUE(request.ok()) << request.status().ToString();
+  EXPECT_LE(*request, *limit);
+  for (const json& arg : At(container, {"args"})) {
+    EXPECT_NE(arg.get<std::string>().rfind("--memory-limit=", 0), 0u)
+        << "the Deployment passes --memory-limit: the cgroup's limit is the one to follow";
+  }
+  // As a Release build budgets it at start (it holds about 20 MiB then: the fixed reserve).
+  auto budget = service::BudgetConnections(*limit, 0, service::H2Limits{});
+  ASSERT_TRUE(budget.ok()) << budget.status().ToString();
+  std::cout << "[deploy] " << service::FormatByteSize(*limit) << " admits "
+            << budget->max_connections << " connections" << std::endl;
+  const size_t per_peer = std::stoul(base.Flag("--max-connections-per-peer"));
+  EXPECT_LE(per_peer, budget->max_connections)
+      << "--max-connections-per-peer above the cap the memory limit gives";
+  EXPECT_GE(budget->max_connections, 256u) << "a boot wave needs a few hundred at once";
+}
+
+TEST(DeployConfigTest, EverySelectorSelectsTheDeploymentsPods) {
+  Rendered base = RenderBase();
+  json deployment = base.Deployment();
+  const json& selector = At(deployment, {"spec", "selector", "matchLabels"});
+  ASSERT_TRUE(selector.is_object() && !selector.empty()) << deployment.dump();
+  const json& pod_labels = At(deployment, {"spec", "template", "metadata", "labels"});
+  EXPECT_TRUE(Subset(selector, pod_labels));
+
+  json service = base.One("Service");
+  EXPECT_EQ(At(service, {"spec", "selector"}), selector);
+  json pdb = base.One("PodDisruptionBudget");
+  EXPECT_EQ(At(pdb, {"spec", "selector", "matchLabels"}), selector);
+  // Two replicas: one at a time may go.
+  EXPECT_TRUE(At(pdb, {"spec", "maxUnavailable"}) == "1" ||
+              At(pdb, {"spec", "minAvailable"}) == "1")
+      << pdb.dump();
+  EXPECT_EQ(At(base.One("NetworkPolicy"), {"spec", "podSelector", "matchLabels"}), selector);
+
+  // Spread over zones, and over nodes.
+  const json& pod = At(deployment, {"spec", "template", "spec"});
+  const json& spread = At(pod, {"topologySpreadConstraints"});
+  ASSERT_EQ(spread.size(), 1u);
+  EXPECT_EQ(At(spread[0], {"topologyKey"}), "topology.kubernetes.io/zone");
+  EXPECT_EQ(At(spread[0], {"labelSelector", "matchLabels"}), selector);
+  const json& anti =
+      At(pod, {"affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution"});
+  ASSERT_EQ(anti.size(), 1u);
+  EXPECT_EQ(At(anti[0], {"podAffinityTerm", "topologyKey"}), "kubernetes.io/hostname");
+  EXPECT_EQ(At(anti[0], {"podAffinityTerm", "labelSelector", "matchLabels"}), selector);
+}
+
+TEST(DeployConfigTest, TheServicesNamedPortsAreTheContainersPorts) {
+  Rendered base = RenderBase();
+  std::map<std::string, std::string> ports;  // name -> port
+  for (const json& p : At(base.One("Service"), {"spec", "ports"})) {
+    std::string name = At(p, {"name"}).get<std::string>();
+    ports[name] = At(p, {"port"}).get<std::string>();
+    EXPECT_EQ(At(p, {"targetPort"}), name) << "target the container's port by its name";
+    EXPECT_EQ(base.ContainerPort(name), ports[name]) << name;
+    EXPECT_EQ(At(p, {"protocol"}), "TCP");
+  }
+  EXPECT_EQ(ports, (std::map<std::string, std::string>{{"grpc-tls", "8443"}, {"metrics", "9090"}}));
+}
+
+// A rule's ports as "TCP/8443".
+std::set<std::string> RulePorts(const json& rule) {
+  std::set<std::string> out;
+  for (const json& p : At(rule, {"ports"})) {
+    out.insert(At(p, {"protocol"}).get<std::string>() + "/" + At(p, {"port"}).get<std::string>());
+  }
+  return out;
+}
+
+// A peer that selects pods by label in the namespace of this name.
+bool PodsInNamespace(const json& peer, const std::string& ns) {
+  return At(peer, {"namespaceSelector", "matchLabels", "kubernetes.io/metadata.name"}) == ns &&
+         At(peer, {"podSelector", "matchLabels"}).is_object() &&
+         !At(peer, {"podSelector", "matchLabels"}).empty();
+}
+
+TEST(DeployConfigTest, TheNetworkPolicyAdmitsTheThreePortsAndReachesOnlyPrometheusAndDns) {
+  Rendered base = RenderBase();
+  json policy = base.One("NetworkPolicy");
+  EXPECT_EQ(At(policy, {"spec", "policyTypes"}), (json{"Ingress", "Egress"}));
+
+  std::string grpc = "TCP/" + base.ContainerPort("grpc-tls");
+  std::string metrics = "TCP/" + base.ContainerPort("metrics");
+  std::string health = "TCP/" + base.ContainerPort("health");
+  std::vector<std::string> admitted;
+  for (const json& rule : At(policy, {"spec", "ingress"})) {
+    std::set<std::string> ports = RulePorts(rule);
+    ASSERT_EQ(ports.size(), 1u) << "one port per rule: " << rule.dump();
+    admitted.push_back(*ports.begin());
+    const json& from = At(rule, {"from"});
+    if (*ports.begin() == grpc) {
+      // Only the proxy: pods by label (the label an operator patches), never from anywhere.
+      ASSERT_EQ(from.size(), 1u) << rule.dump();
+      EXPECT_TRUE(At(from[0], {"podSelector", "matchLabels"}).is_object() &&
+                  !At(from[0], {"podSelector", "matchLabels"}).empty())
+          << rule.dump();
+    } else if (*ports.begin() == metrics) {
+      ASSERT_EQ(from.size(), 1u) << rule.dump();
+      EXPECT_TRUE(PodsInNamespace(from[0], "monitoring")) << rule.dump();
+    } else if (*ports.begin() == health) {
+      // kubelet, from the node: from anywhere, or from ipBlocks an overlay sets.
+      for (const json& peer : from) EXPECT_TRUE(At(peer, {"ipBlock"}).is_object()) << peer;
+    }
+  }
+  // In this order: docs/OPERATIONS.md's overlay patches the rules by index.
+  EXPECT_EQ(admitted, (std::vector<std::string>{grpc, metrics, health}));
+
+  // Out: the Prometheus of --prometheus-url (prometheus-operated.monitoring.svc:9090) and DNS.
+  std::smatch url;
+  std::string prometheus_url = base.Flag("--prometheus-url");
+  ASSERT_TRUE(std::regex_match(prometheus_url, url,
+                               std::regex(R"(http://[a-z0-9-]+\.([a-z0-9-]+)\.svc[a-z.]*:(\d+))")))
+      << prometheus_url;
+  const std::string prometheus_ns = url[1];
+  const std::string prometheus_port = url[2];
+  EXPECT_EQ(prometheus_ns, "monitoring");
+  std::vector<std::set<std::string>> reached;
+  for (const json& rule : At(policy, {"spec", "egress"})) {
+    std::set<std::string> ports = RulePorts(rule);
+    reached.push_back(ports);
+    const json& to = At(rule, {"to"});
+    ASSERT_EQ(to.size(), 1u) << "never to anywhere: " << rule.dump();
+    if (ports.count("TCP/53")) {
+      EXPECT_TRUE(PodsInNamespace(to[0], kNamespace)) << rule.dump();
+    } else {
+      EXPECT_TRUE(PodsInNamespace(to[0], prometheus_ns)) << rule.dump();
+    }
+  }
+  EXPECT_EQ(reached,
+            (std::vector<std::set<std::string>>{{"TCP/" + prometheus_port}, {"TCP/53", "UDP/53"}}));
+}
+
+TEST(DeployConfigTest, TheServiceMonitorScrapesTheMetricsPortAsTheJobTheAlertsSelect) {
+  Rendered base = RenderBase();
+  json service = base.One("Service");
+  json monitor = base.One("ServiceMonitor");
+  EXPECT_TRUE(
+      Subset(At(monitor, {"spec", "selector", "matchLabels"}), At(service, {"metadata", "labels"})))
+      << monitor.dump();
+  // Its own namespace (the Service's), unless it names that one.
+  const json& namespaces = At(monitor, {"spec", "namespaceSelector", "matchNames"});
+  EXPECT_TRUE(namespaces.is_null() || namespaces == json{kNamespace}) << namespaces;
+
+  const json& endpoints = At(monitor, {"spec", "endpoints"});
+  ASSERT_EQ(endpoints.size(), 1u);
+  EXPECT_EQ(At(endpoints[0], {"port"}), "metrics");
+  EXPECT_THAT(At(endpoints[0], {"interval"}).get<std::string>(), ::testing::AnyOf("15s", "30s"));
+  const json& path = At(endpoints[0], {"path"});
+  EXPECT_TRUE(path.is_null() || path == "/metrics");
+
+  // The Prometheus operator names the job after the Service's label jobLabel names, or
+  // after the Service.
+  const json& job_label = At(monitor, {"spec", "jobLabel"});
+  json job = job_label.is_string()
+                 ? At(service, {"metadata", "labels", job_label.get<std::string>().c_str()})
+                 : At(service, {"metadata", "name"});
+  EXPECT_EQ(job, kJob);
+  // ...the job every alert and every dashboard query selects.
+  std::vector<std::string> selected =
+      All(ReadDeployFile("prometheus/alerts.yml"), R"re(job="([^"]*)")re");
+  std::vector<std::string> in_dashboard =
+      All(ReadDeployFile("grafana/live-patching-service.json"), R"re(job=\\"([^"\\]*)\\")re");
+  EXPECT_FALSE(selected.empty());
+  EXPECT_FALSE(in_dashboard.empty());
+  selected.insert(selected.end(), in_dashboard.begin(), in_dashboard.end());
+  for (const std::string& j : selected) EXPECT_EQ(j, kJob);
+
+  // Prometheus finds the replicas through the ServiceMonitor only: annotations as well
+  // would scrape each twice, and the automatic halt would count every report twice.
+  const json& annotations = At(base.Deployment(), {"spec", "template", "metadata", "annotations"});
+  for (const auto& [key, value] : annotations.items()) {
+    EXPECT_EQ(key.rfind("prometheus.io/", 0), std::string::npos) << key;
+  }
+}
+
+TEST(DeployConfigTest, ThePrometheusRuleGroupsAreAlertsYml) {
+  Rendered base = RenderBase();
+  json expected = At(ReadYaml("deploy/prometheus/alerts.yml"), {"groups"});
+  json groups = At(base.One("PrometheusRule"), {"spec", "groups"});
+  ASSERT_TRUE(expected.is_array() && !expected.empty());
+  // The whole, then group by group and rule by rule for a readable difference.
+  EXPECT_TRUE(groups == expected)
+      << "deploy/kubernetes/prometheusrule.yaml's groups are not deploy/prometheus/alerts.yml's: "
+         "refresh the copy as its header says";
+  ASSERT_EQ(groups.size(), expected.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    json rules = At(groups[g], {"rules"});
+    json expected_rules = At(expected[g], {"rules"});
+    EXPECT_EQ(At(groups[g], {"name"}), At(expected[g], {"name"}));
+    EXPECT_EQ(rules.size(), expected_rules.size()) << At(expected[g], {"name"});
+    for (size_t r = 0; r < std::min(rules.size(), expected_rules.size()); ++r) {
+      EXPECT_EQ(rules[r], expected_rules[r]) << At(expected[g], {"name"}) << " rule " << r;
+    }
+  }
+}
+
+TEST(DeployConfigTest, ThePodRunsNonRootReadOnlyTokenlessFromAnImageByDigest) {
+  Rendered base = RenderBase();
+  json account = base.One("ServiceAccount");
+  EXPECT_EQ(At(account, {"automountServiceAccountToken"}), "false");
+  const json& pod = At(base.Deployment(), {"spec", "template", "spec"});
+  EXPECT_EQ(At(pod, {"automountServiceAccountToken"}), "false");
+  EXPECT_EQ(At(pod, {"serviceAccountName"}), At(account, {"metadata", "name"}));
+
+  EXPECT_EQ(At(pod, {"securityContext", "runAsNonRoot"}), "true");
+  EXPECT_EQ(At(pod, {"securityContext", "runAsUser"}), "65532");
+  EXPECT_EQ(At(pod, {"securityContext", "runAsGroup"}), "65532");
+  json container = base.Container();
+  EXPECT_EQ(At(container, {"securityContext", "readOnlyRootFilesystem"}), "true");
+  EXPECT_EQ(At(container, {"securityContext", "allowPrivilegeEscalation"}), "false");
+  EXPECT_EQ(At(container, {"securityContext", "capabilities", "drop"}), json{"ALL"});
+
+  // By digest, and under the name kustomization.yaml's images entry (what an overlay sets)
+  // names, with the same digest.
+  std::string image = At(container, {"image"}).get<std::string>();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(image, m, std::regex(R"(([^@]+)@(sha256:[0-9a-f]{64}))"))) << image;
+  EXPECT_EQ(m[1], kImage);
+  json kustomization = ReadYaml("deploy/kubernetes/kustomization.yaml");
+  const json& images = At(kustomization, {"images"});
+  ASSERT_EQ(images.size(), 1u);
+  EXPECT_EQ(At(images[0], {"name"}), kImage);
+  EXPECT_EQ(At(images[0], {"digest"}), std::string(m[2]));
 }
 
 }  // namespace

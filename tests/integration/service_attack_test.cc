@@ -730,6 +730,41 @@ void DecompressionBombs(AttackCtl& ctl, const std::string& message) {
   });
 }
 
+// Connections that each hold what one connection can make the service keep: every stream
+// the server allows with a header list just under its 80 KiB cap (two authorization values,
+// the kept metadata) and 16,000 bytes of a declared 16,384-byte message, never finished.
+// Opened one after another until `count` were tried; those the service refused are counted in
+// ctl.stats.connect_failures, the rest are held in `held` (the caller closes them).
+void FullConnections(AttackCtl& ctl, size_t count, std::vector<std::unique_ptr<H2Conn>>* held,
+                     std::mutex* mu) {
+  const std::string block = RequestBlock(
+      {{"authorization", std::string(60000, 'A')}, {"authorization", std::string(21000, 'B')}});
+  const std::string partial = GrpcFrame(std::string(16000, 'a'), 0, 16384);
+  for (size_t i = 0; i < count && ctl.Running(); ++i) {
+    std::unique_ptr<H2Conn> c = H2Conn::Open(ctl.port, &ctl);
+    if (!c) continue;
+    const uint32_t streams = std::min<uint32_t>(c->peer_max_streams(), 4);
+    for (uint32_t s = 0; s < streams && c->Usable(); ++s) {
+      const uint32_t id = 1 + 2 * s;
+      // HEADERS and CONTINUATIONs of at most the default frame size.
+      std::string frames;
+      for (size_t off = 0; off < block.size(); off += h2::kDefaultMaxFrameSize) {
+        const std::string_view piece =
+            std::string_view(block).substr(off, h2::kDefaultMaxFrameSize);
+        const bool last = off + h2::kDefaultMaxFrameSize >= block.size();
+        frames += off == 0 ? h2::Headers(id, piece, last ? h2::kEndHeaders : 0)
+                           : h2::Continuation(id, piece, last);
+      }
+      frames += h2::Data(id, partial, false);
+      ctl.stats.frames += 2;
+      if (!c->Send(frames)) break;
+    }
+    c->Pump();
+    std::lock_guard<std::mutex> lock(*mu);
+    held->push_back(std::move(c));
+  }
+}
+
 // ---- The node's side ---------------------------------------------------------------------
 
 // A node's call: a channel (so a TLS connection) of its own, the node's deadline.
@@ -882,10 +917,13 @@ class ServiceAttackTest : public ::testing::Test {
 
   // `wrapper` runs the service under another program that execs it (prlimit), so the pid
   // stays the service's.
-  void StartService(const std::vector<std::string>& wrapper = {}) {
+  void StartService(const std::vector<std::string>& wrapper = {},
+                    const std::vector<std::string>& flags = {}) {
     std::vector<std::string> argv = wrapper;
     // A short drain: whatever an attack leaves open must not hold the next case up.
-    for (auto& a : files_->Args({"--shutdown-grace-seconds", "1"})) argv.push_back(a);
+    std::vector<std::string> all = {"--shutdown-grace", "1s"};
+    all.insert(all.end(), flags.begin(), flags.end());
+    for (auto& a : files_->Args(all)) argv.push_back(a);
     lps_ = std::make_unique<ServiceProcess>(std::move(argv));
   }
 
@@ -1137,6 +1175,78 @@ TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
                                  << first.status.error_message();
   EXPECT_EQ(ok_after, 10) << "calls after recovery";
   ExpectStillServing();
+}
+
+TEST_F(ServiceAttackTest, AMemoryLimitRefusesConnectionsBeforeTheKernelWould) {
+  // Small enough that its connection cap (memory_budget.h) is a few hundred, each connection
+  // at its worst case; the flood then tries that many and 64 more, every one held full.
+  constexpr uint64_t kLimit = 256ull << 20;
+  StartService({}, {"--memory-limit", "256Mi", "--metrics-listen", "127.0.0.1:0"});
+  size_t cap = 0;
+  for (const auto& line : lps_->LogLines()) {
+    if (line.value("msg", "") == "live-patching-service serving") {
+      cap = line.value("max_connections", 0);
+      EXPECT_EQ(line.value("memory_limit", ""), "256Mi");
+      EXPECT_EQ(line.value("memory_limit_from", ""), "flag");
+    }
+  }
+  ASSERT_GT(cap, 16u);
+  ASSERT_LT(cap, 1000u);
+  const long idle_kb = WarmUpAndIdleRss();
+
+  AttackCtl ctl;
+  ctl.port = lps_->port();
+  std::vector<std::unique_ptr<H2Conn>> held;
+  std::mutex mu;
+  long peak_kb = idle_kb;
+  {
+    RssWatch rss(pid(), idle_kb, &ctl);
+    constexpr size_t kThreads = 4;
+    const size_t per_thread = (cap + 64 + kThreads - 1) / kThreads;
+    std::vector<std::thread> attackers;
+    for (size_t i = 0; i < kThreads; ++i) {
+      attackers.emplace_back([&] { FullConnections(ctl, per_thread, &held, &mu); });
+    }
+    for (auto& t : attackers) t.join();
+    // Held a moment full, still answering what the service sends (acks, window updates).
+    for (auto until = steady_clock::now() + milliseconds(500); steady_clock::now() < until;) {
+      for (auto& c : held) c->Pump();
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    rss.Stop();
+    peak_kb = rss.peak_kb();
+    EXPECT_FALSE(rss.gone()) << "the service exited during the flood";
+  }
+  const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
+  std::cout << "[attack] memory flood: cap " << cap << " connections under 256Mi, idle "
+            << idle_kb / 1024 << " MiB, peak " << peak_kb / 1024 << " MiB; " << ctl.stats.Summary()
+            << std::endl;
+  EXPECT_LT(static_cast<uint64_t>(peak_kb) * 1024, kLimit)
+      << "resident " << peak_kb << " kB under a 256Mi limit";
+  EXPECT_GE(ctl.stats.connect_failures, 64u) << ctl.stats.Summary();
+  EXPECT_GE(MetricValue(metrics, "lp_transport_events_total", {{"event", "shed_max_connections"}})
+                .value_or(0),
+            64);
+  EXPECT_EQ(MetricValue(metrics, "lp_max_connections").value_or(0), static_cast<double>(cap));
+  EXPECT_EQ(MetricValue(metrics, "lp_memory_limit_bytes").value_or(0), static_cast<double>(kLimit));
+  EXPECT_LE(MetricValue(metrics, "lp_open_connections").value_or(1e9), static_cast<double>(cap));
+  bool logged = false;
+  for (const auto& line : lps_->LogLines()) {
+    logged |= line.value("msg", "") == "connection limit" &&
+              line.value("event", "") == "shed_max_connections";
+  }
+  EXPECT_TRUE(logged) << "no \"connection limit\" line for shed_max_connections";
+
+  // The flood ends: a node is served.
+  held.clear();
+  GrpcReply r;
+  for (auto until = steady_clock::now() + seconds(20); steady_clock::now() < until;) {
+    r = NodeCall(*files_, lps_->port(), *token_, seconds(10));
+    if (r.status.ok()) break;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_TRUE(r.status.ok()) << r.code() << " " << r.status.error_message();
+  EXPECT_EQ(r.response.config(), kServedMap);
 }
 
 }  // namespace
