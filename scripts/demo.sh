@@ -245,7 +245,7 @@ for node in "$imds_port:$node_vm" "$other_imds_port:$other_vm"; do
   rc=0
   PATH="$work/fakebin:$PATH" "$bin/hotfix-agent" download-hotfix --hotfix-pointer "$pointer" \
     --current-version 202604.01.0 --os-release "$work/etc/os-release" \
-    --apt-sources-dir "$work/etc/apt/sources.list.d" --retry-backoff-ms 10 \
+    --apt-sources-dir "$work/etc/apt/sources.list.d" --retry-backoff 10ms \
     --package-binary "$work/opt/aks-node-controller-package" \
     --vhd-binary "$work/opt/aks-node-controller" \
     --hotfix-binary "$work/opt/aks-node-controller-hotfix" \

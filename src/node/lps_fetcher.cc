@@ -8,7 +8,7 @@ namespace hotfix::node {
 namespace {
 
 constexpr char kMethodPath[] = "/akslivepatching.v1.LivePatchingService/GetComponentConfig";
-// One IMDS attempt: the call may wait this long past --lps-timeout-ms for a token that needed
+// One IMDS attempt: the call may wait this long past --lps-timeout for a token that needed
 // IMDS's retry, so the worst case is lps-timeout + 2 s (5 s) rather than the reference's 7 s.
 constexpr int kImdsAttemptMs = 2000;
 

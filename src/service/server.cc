@@ -419,7 +419,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   options.testing_response_delay = c.testing_response_delay;
   if (c.testing_response_delay.count() > 0) {
     log->Warn(
-        "TESTING: every answer is delayed (--testing-response-delay-ms); never use this "
+        "TESTING: every answer is delayed (--testing-response-delay); never use this "
         "in production",
         {{"delay_ms", static_cast<int64_t>(c.testing_response_delay.count())}});
   }

@@ -6,7 +6,7 @@
 //
 //   auto tls = TlsServerContext::Load(cert_path, key_path);   // refuses with a Status
 //   SSL_CTX* ctx = (*tls)->Current(&generation);                // any thread
-//   (*tls)->ReloadIfChanged(&log);                              // every --tls-refresh-seconds
+//   (*tls)->ReloadIfChanged(&log);                              // every --refresh-interval
 #pragma once
 
 #include <openssl/ssl.h>

@@ -305,7 +305,7 @@ TEST_F(CheckHotfixE2eTest, OversizedResponseIsResourceExhaustedWithoutFallback) 
 
 TEST_F(CheckHotfixE2eTest, ASlowServiceHitsTheDeadlineWithinTheBudget) {
   stack_.lps.SetDelay(std::chrono::seconds(8));
-  AgentRun run = Run({"--lps-timeout-ms", "1000"});
+  AgentRun run = Run({"--lps-timeout", "1s"});
   ExpectFailOpen(run, "failed");
   EXPECT_THAT(ErrorOf(run), HasSubstr("code DeadlineExceeded"));
   EXPECT_LT(run.status.wall_time, std::chrono::milliseconds(6000));
@@ -475,9 +475,10 @@ TEST(HotfixAgentCliTest, HelpDescribesEveryFlag) {
   spawn.argv = {BinDir() + "/hotfix-agent", "check-hotfix", "--help"};
   RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(10));
   EXPECT_TRUE(r.status.success());
-  for (const char* flag : {"--node-config", "--nbc-cmd", "--hotfix-pointer", "--imds-url",
-                           "--connect-to", "--server-name", "--component", "--lps-timeout-ms",
-                           "--events-dir", "--log-file", "--current-version", "--dry-run"}) {
+  for (const char* flag :
+       {"--node-config", "--nbc-cmd", "--hotfix-pointer", "--imds-url", "--connect-to",
+        "--server-name", "--component", "--lps-timeout", "--events-dir", "--log-file",
+        "--current-version", "--dry-run", "--log-level"}) {
     EXPECT_THAT(r.stdout_text, HasSubstr(flag));
   }
 }
@@ -490,6 +491,66 @@ TEST(HotfixAgentCliTest, VersionSaysTheBuildAndItsRevision) {
   EXPECT_THAT(r.stdout_text,
               ::testing::MatchesRegex("hotfix-agent [0-9A-Za-z.+-]+ "
                                       "\\(revision ([0-9a-f]{12}(-dirty)?|unknown)\\)\n"));
+}
+
+// Usage errors exit 2 with what is wrong; a check that runs stays fail-open (exit 0).
+TEST(HotfixAgentCliTest, DurationsAndLevelsAreUsageErrorsWhenMalformed) {
+  auto run = [](std::vector<std::string> args) {
+    SpawnOptions spawn;
+    spawn.argv = {BinDir() + "/hotfix-agent", "check-hotfix", "--dry-run"};
+    spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
+    return RunProcess(std::move(spawn), std::chrono::seconds(10));
+  };
+  RunResult bad = run({"--lps-timeout", "3"});
+  EXPECT_EQ(bad.status.exit_code, 2);
+  EXPECT_THAT(bad.stderr_text,
+              HasSubstr("--lps-timeout: duration \"3\": want a number and a unit"));
+  RunResult long_one = run({"--lps-timeout", "1h"});
+  EXPECT_EQ(long_one.status.exit_code, 2);
+  EXPECT_THAT(long_one.stderr_text, HasSubstr("want 1ms to 10m"));
+  RunResult both = run({"--lps-timeout", "1s", "--lps-timeout-ms", "1000"});
+  EXPECT_EQ(both.status.exit_code, 2);
+  EXPECT_THAT(both.stderr_text, HasSubstr("give --lps-timeout or --lps-timeout-ms, not both"));
+  RunResult level = run({"--log-level", "loud"});
+  EXPECT_EQ(level.status.exit_code, 2);
+  EXPECT_THAT(level.stderr_text, HasSubstr("want debug, info, warn or error"));
+  RunResult missing = RunProcess(
+      [] {
+        SpawnOptions spawn;
+        spawn.argv = {BinDir() + "/hotfix-agent"};
+        return spawn;
+      }(),
+      std::chrono::seconds(10));
+  EXPECT_EQ(missing.status.exit_code, 2);
+}
+
+// The old name still works, and --log-level warn keeps the warnings and drops the rest: here
+// no node config exists, so the check fails open with warnings only.
+TEST(HotfixAgentCliTest, TheOldTimeoutNameAndTheLogLevel) {
+  TempDir dir("agent-cli");
+  SpawnOptions spawn;
+  spawn.argv = {BinDir() + "/hotfix-agent",
+                "check-hotfix",
+                "--dry-run",
+                "--lps-timeout-ms",
+                "500",
+                "--log-level",
+                "warn",
+                "--node-config",
+                dir.File("absent.json").string(),
+                "--nbc-cmd",
+                dir.File("absent.sh").string(),
+                "--hotfix-pointer",
+                dir.File("pointer.json").string(),
+                "--events-dir",
+                dir.path().string()};
+  RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(30));
+  EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
+  std::vector<nlohmann::json> lines = JsonLines(r.stderr_text, NonJsonLines::kSkip);
+  ASSERT_FALSE(lines.empty()) << r.stderr_text;
+  for (const auto& line : lines) EXPECT_NE(line.value("level", ""), "INFO") << line.dump();
+  EXPECT_NE(r.stderr_text.find("check-hotfix completed with error (fail-open)"), std::string::npos)
+      << r.stderr_text;
 }
 
 TEST(HotfixAgentCliTest, AnUnknownFlagIsAUsageError) {

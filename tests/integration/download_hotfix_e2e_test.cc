@@ -95,7 +95,7 @@ class DownloadHotfixE2eTest : public ::testing::Test {
                   package_binary_.empty() ? node_.File("usr/bin/aks-node-controller").string()
                                           : package_binary_,
                   "--vhd-binary", vhd_, "--hotfix-binary", Hotfix(), "--node-custom-data",
-                  node_.File("opt/nodecustomdata.yml"), "--retry-backoff-ms", "10", "--events-dir",
+                  node_.File("opt/nodecustomdata.yml"), "--retry-backoff", "10ms", "--events-dir",
                   node_.File("events"), "--log-file", node_.File("agent.log"),
                   // No bootstrap files unless a test writes them: the report then fails at
                   // once, locally, without asking IMDS.
@@ -253,7 +253,7 @@ TEST_F(DownloadHotfixE2eTest, AHungCommandIsKilledAtItsDeadlineEachAttempt) {
   PackageBinary("b");
   Tool("dpkg", "echo $$ >> \"$FAKE_DIR/hung.pids\"; exec sleep 60\n");
   const auto start = std::chrono::steady_clock::now();
-  RunResult run = Agent({"--command-timeout-ms", "300"});
+  RunResult run = Agent({"--command-timeout", "300ms"});
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);  // 5 x 60 s without the kill
   EXPECT_EQ(run.status.exit_code, 1);
   EXPECT_THAT(Programs(), ElementsAre("dpkg", "dpkg", "dpkg", "dpkg", "dpkg"));
@@ -378,12 +378,19 @@ TEST_F(DownloadHotfixE2eTest, CommandLineErrors) {
   EXPECT_THAT(positional.stderr_text, HasSubstr("unexpected download-hotfix arguments: extra"));
   RunResult flag = RunProcess(Cmd({BinDir() + "/hotfix-agent", "download-hotfix", "--bogus"}), 30s);
   EXPECT_EQ(flag.status.exit_code, 2);
+  RunResult backoff = RunProcess(
+      Cmd({BinDir() + "/hotfix-agent", "download-hotfix", "--retry-backoff", "2h"}), 30s);
+  EXPECT_EQ(backoff.status.exit_code, 2);
+  EXPECT_THAT(backoff.stderr_text, HasSubstr("--retry-backoff: duration \"2h\": want 0s to 10m"));
+  RunResult timeout = RunProcess(
+      Cmd({BinDir() + "/hotfix-agent", "download-hotfix", "--command-timeout", "0"}), 30s);
+  EXPECT_EQ(timeout.status.exit_code, 2);
   RunResult help = RunProcess(Cmd({BinDir() + "/hotfix-agent", "download-hotfix", "--help"}), 30s);
   EXPECT_EQ(help.status.exit_code, 0);
-  for (const char* f :
-       {"--hotfix-pointer", "--current-version", "--os-release", "--apt-sources-dir",
-        "--package-binary", "--vhd-binary", "--hotfix-binary", "--node-custom-data",
-        "--retry-backoff-ms", "--command-timeout-ms", "--events-dir", "--log-file", "--dry-run"}) {
+  for (const char* f : {"--hotfix-pointer", "--current-version", "--os-release",
+                        "--apt-sources-dir", "--package-binary", "--vhd-binary", "--hotfix-binary",
+                        "--node-custom-data", "--retry-backoff", "--command-timeout",
+                        "--events-dir", "--log-file", "--dry-run", "--log-level"}) {
     EXPECT_THAT(help.stdout_text, HasSubstr(f));
   }
   for (const char* f : {"--node-config", "--nbc-cmd", "--imds-url", "--connect-to", "--server-name",

@@ -504,13 +504,13 @@ std::vector<Fault> Faults() {
       {"PeerCompletesTlsThenStaysSilent",
        [](Rig& r) {
          r.Peer(TlsPeerMode::kSelectH2Silent);  // no SETTINGS, no response, ever
-         r.extra_args = {"--lps-timeout-ms", "1000"};
+         r.extra_args = {"--lps-timeout", "1s"};
        },
        "failed", "code DeadlineExceeded: context deadline exceeded", P::kOld},
       {"ServiceAnswersTooLate",
        [](Rig& r) {
          r.Lps().SetDelay(milliseconds(8000));
-         r.extra_args = {"--lps-timeout-ms", "1000"};
+         r.extra_args = {"--lps-timeout", "1s"};
        },
        "failed", "code DeadlineExceeded", P::kOld, 1,
        [](Rig& r, const AgentRun&) {

@@ -59,7 +59,7 @@ constexpr uint64_t kMiB = 1024 * 1024;
 // for the whole file to run in about a minute under ASan on two cores.
 constexpr milliseconds kAttackDuration{3500};
 constexpr milliseconds kLegitInterval{100};
-// hotfix-agent's own budget for the call (--lps-timeout-ms).
+// hotfix-agent's own budget for the call (--lps-timeout).
 constexpr milliseconds kLegitDeadline{3000};
 constexpr double kMinLegitSuccessPct = 99.0;
 constexpr milliseconds kRssSampleInterval{50};

@@ -424,7 +424,7 @@ TEST_F(ServiceE2eTest, ReplicasOnTheSameStoreGiveTheSameAnswers) {
 TEST_F(ServiceE2eTest, SigtermDrainsAnInFlightCallThenExitsZero) {
   // Answers are held 8 s (the hidden test hook), so the call is still in flight after the
   // steps below on a loaded machine; the grace (30 s) outlasts the hold.
-  Start({"--testing-response-delay-ms", "8000", "--shutdown-grace-seconds", "30"});
+  Start({"--testing-response-delay", "8s", "--shutdown-grace", "30s"});
   RawCall slow(channel_, "/akslivepatching.v1.LivePatchingService/GetComponentConfig",
                {{"authorization", files_.Token()}});
   akslivepatching::v1::GetComponentConfigRequest request;
@@ -461,7 +461,7 @@ TEST_F(ServiceE2eTest, SigtermDrainsAnInFlightCallThenExitsZero) {
 }
 
 TEST_F(ServiceE2eTest, ACallLongerThanTheGraceIsCancelledAndTheProcessStillExits) {
-  Start({"--testing-response-delay-ms", "20000", "--shutdown-grace-seconds", "1"});
+  Start({"--testing-response-delay", "20s", "--shutdown-grace", "1s"});
   RawCall slow(channel_, "/akslivepatching.v1.LivePatchingService/GetComponentConfig",
                {{"authorization", files_.Token()}});
   akslivepatching::v1::GetComponentConfigRequest request;
@@ -479,7 +479,7 @@ TEST_F(ServiceE2eTest, ACallLongerThanTheGraceIsCancelledAndTheProcessStillExits
 
 TEST_F(ServiceE2eTest, SigtermWithNothingInFlightExitsPromptly) {
   // A grace longer than the wait below: a drain that waited it out would fail the test.
-  Start({"--shutdown-grace-seconds", "60"});
+  Start({"--shutdown-grace", "1m"});
   ASSERT_TRUE(CallAsNode().status.ok());
   // Gone, as a node agent is after its call. (An idle libgrpc++ client that stays would hold
   // the drain until its backup poller reads the GOAWAY, up to 5 s later.)
@@ -530,7 +530,7 @@ TEST_F(ServiceE2eTest, SelectsH2FromTheNodesAlpnList) {
 }
 
 TEST_F(ServiceE2eTest, ReReadsTheTlsCertificateWhenItsFileChanges) {
-  Start({"--tls-refresh-seconds", "1"});
+  Start({"--refresh-interval", "1s"});
   TlsClientOptions options;
   options.port = lps_->port();
   options.alpn = {"aks-live-patching", "h2"};
@@ -558,6 +558,38 @@ TEST_F(ServiceE2eTest, ReReadsTheTlsCertificateWhenItsFileChanges) {
   EXPECT_NE(first, "rotated-lps");
   EXPECT_EQ(now, "rotated-lps");
   EXPECT_TRUE(CallAsNode().status.ok());
+}
+
+TEST_F(ServiceE2eTest, ReReadsTheAttestationRootsWhenTheirFileChanges) {
+  // The old name of --refresh-interval, still accepted.
+  Start({"--tls-refresh-seconds", "1", "--metrics-listen", "127.0.0.1:0"});
+  TestCa rotated_root = TestCa::Create("rotated-imds-root");
+  CertAndKey rotated_signer = IssueImdsSigner(rotated_root);
+  const std::string rotated_token = files_.Token({}, &rotated_signer);
+  ASSERT_EQ(Call(kAksNodeControllerComponent, rotated_token).code(), grpc::UNAUTHENTICATED);
+  ASSERT_TRUE(CallAsNode().status.ok());
+
+  // As a ConfigMap update lands: a new file renamed over the old.
+  auto replace_roots = [&](const std::string& pem) {
+    const auto tmp = files_.dir().Write("roots.tmp", pem);
+    std::filesystem::rename(tmp, files_.roots());
+  };
+  replace_roots(rotated_root.cert_pem());
+  WaitFor([&] { return Call(kAksNodeControllerComponent, rotated_token).status.ok(); }, kGenerous);
+  EXPECT_TRUE(Call(kAksNodeControllerComponent, rotated_token).status.ok());
+  EXPECT_EQ(CallAsNode().code(), grpc::UNAUTHENTICATED) << "the old roots are still trusted";
+  EXPECT_TRUE(lps_->Logged("attestation roots reloaded"));
+  EXPECT_EQ(MetricValue(Metrics(), "lp_attestation_roots_last_reload_successful"), 1.0);
+
+  // A broken file: said in the log and the metric, and the rotated roots keep verifying.
+  replace_roots("-----BEGIN CERTIFICATE-----\ncut short");
+  WaitFor(
+      [&] { return MetricValue(Metrics(), "lp_attestation_roots_last_reload_successful") == 0.0; },
+      kGenerous);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_attestation_roots_last_reload_successful"), 0.0);
+  EXPECT_TRUE(lps_->Logged(
+      "attestation roots changed but do not load; still verifying with the previous roots"));
+  EXPECT_TRUE(Call(kAksNodeControllerComponent, rotated_token).status.ok());
 }
 
 TEST_F(ServiceE2eTest, InsecureModeIsLoggedAtStartAndAcceptsAnyNonEmptyToken) {
@@ -669,9 +701,9 @@ TEST(LiveServiceCliTest, HelpListsEveryFlag) {
   for (const char* flag :
        {"--listen", "--tls-cert", "--tls-key", "--components-dir", "--attestation-roots",
         "--attestation-signer-name", "--allowed-subscriptions", "--rate-limit-per-node",
-        "--metrics-listen", "--health-listen", "--insecure-accept-any-token",
-        "--tls-refresh-seconds", "--shutdown-grace-seconds", "--prometheus-url",
-        "--auto-halt-interval", "--version"}) {
+        "--metrics-listen", "--health-listen", "--insecure-accept-any-token", "--refresh-interval",
+        "--shutdown-grace", "--prometheus-url", "--auto-halt-interval", "--memory-limit",
+        "--log-level", "--version"}) {
     EXPECT_THAT(r.stdout_text, HasSubstr(flag));
   }
 }
@@ -685,6 +717,61 @@ TEST(LiveServiceCliTest, VersionSaysTheBuildAndItsRevision) {
   EXPECT_THAT(r.stdout_text,
               ::testing::MatchesRegex("live-patching-service [0-9A-Za-z.+-]+ "
                                       "\\(revision ([0-9a-f]{12}(-dirty)?|unknown)\\)\n"));
+}
+
+TEST(LiveServiceCliTest, DurationsSizesAndLevelsAreUsageErrorsWhenMalformed) {
+  ServiceFiles files;
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--shutdown-grace", "10"}, "--shutdown-grace: duration \"10\": want a number and a unit"},
+      {{"--shutdown-grace", "2h"}, "--shutdown-grace: duration \"2h\": want 0s to 1h"},
+      {{"--refresh-interval", "1500ms"}, "--refresh-interval 1500ms: want whole seconds"},
+      {{"--auto-halt-interval", "2h"}, "want 1s to 1h"},
+      {{"--memory-limit", "lots"}, "--memory-limit: \"lots\": want a size such as 256Mi"},
+      {{"--log-level", "chatty"}, "--log-level: log level \"chatty\""},
+      {{"--shutdown-grace", "1s", "--shutdown-grace-seconds", "1"},
+       "give --shutdown-grace or --shutdown-grace-seconds, not both"},
+  };
+  for (const auto& [flags, message] : cases) {
+    SpawnOptions spawn;
+    spawn.argv = files.Args(flags);
+    RunResult r = RunProcess(std::move(spawn), seconds(30));
+    EXPECT_EQ(r.status.exit_code, 2) << flags[0] << ": " << r.stderr_text;
+    std::vector<nlohmann::json> lines = JsonLines(r.stderr_text, NonJsonLines::kSkip);
+    ASSERT_EQ(lines.size(), 1u) << r.stderr_text;
+    EXPECT_EQ(lines[0].value("msg", ""), "refusing to start");
+    EXPECT_THAT(lines[0].value("error", ""), HasSubstr(message)) << flags[0];
+  }
+}
+
+TEST(LiveServiceCliTest, AMemoryLimitTooSmallForTheProcessIsRefusedNamingTheLeast) {
+  ServiceFiles files;
+  files.WriteComponent(kAksNodeControllerComponent, kServedMap);
+  SpawnOptions spawn;
+  spawn.argv = files.Args({"--memory-limit", "64Mi"});
+  RunResult r = RunProcess(std::move(spawn), seconds(30));
+  EXPECT_EQ(r.status.exit_code, 1) << r.stderr_text;
+  EXPECT_THAT(r.stderr_text, HasSubstr("--memory-limit 64Mi leaves room for fewer than 16 "
+                                       "connections"));
+  EXPECT_THAT(r.stderr_text, HasSubstr("give at least"));
+}
+
+// --log-level error keeps a refusal and drops every INFO line before it.
+TEST(LiveServiceCliTest, TheLogLevelDropsTheLinesBelowIt) {
+  ServiceFiles files;
+  files.WriteComponent(kAksNodeControllerComponent, kServedMap);
+  ServiceProcess first(files.Args());
+  SpawnOptions spawn;
+  std::vector<std::string> flags = {"--log-level", "error"};
+  spawn.argv = files.Args(flags);
+  for (size_t i = 0; i + 1 < spawn.argv.size(); ++i) {
+    if (spawn.argv[i] == "--listen")
+      spawn.argv[i + 1] = "127.0.0.1:" + std::to_string(first.port());
+  }
+  RunResult r = RunProcess(std::move(spawn), seconds(30));
+  EXPECT_EQ(r.status.exit_code, 1) << r.stderr_text;
+  std::vector<nlohmann::json> lines = JsonLines(r.stderr_text, NonJsonLines::kSkip);
+  ASSERT_EQ(lines.size(), 1u) << r.stderr_text;
+  EXPECT_EQ(lines[0].value("msg", ""), "refusing to start");
 }
 
 TEST(LiveServiceCliTest, ABadRateIsAUsageError) {
