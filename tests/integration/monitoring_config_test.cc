@@ -67,9 +67,10 @@ TEST(MonitoringConfigTest, TheDashboardAndAlertsReadWhatTheServiceExports) {
   PrometheusOptions options;
   options.targets = {LoopbackAddress(metrics_port)};
   PrometheusServer prometheus(std::move(options));
-  ServiceProcess lps(
-      files.Args({"--metrics-listen", LoopbackAddress(metrics_port), "--prometheus-url",
-                  prometheus.url(), "--auto-halt-interval", "1s"}));
+  ServiceProcess lps(files.Args({"--metrics-listen", LoopbackAddress(metrics_port),
+                                 "--prometheus-url", prometheus.url(), "--auto-halt-interval", "1s",
+                                 // lp_memory_limit_bytes is exported only under a limit.
+                                 "--memory-limit", "1Gi"}));
   // One call and one report, so the call and outcome families have series.
   ASSERT_TRUE(CallGetComponentConfig(lps.Channel(files), kAksNodeControllerComponent, files.Token())
                   .status.ok());
