@@ -40,6 +40,12 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
+FileStamp StampOf(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return {};
+  return {st.st_ino, st.st_size, st.st_mtim};
+}
+
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO that has no writer would otherwise wait forever, and these
   // reads run on the boot path. It changes nothing for the regular files read below.

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,19 @@ namespace hotfix {
 // anything else (a FIFO, socket or device: kInvalidArgument) without blocking. ENOENT gives
 // kNotFound.
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes);
+
+// What says a file changed without reading it (symlinks followed): a rename over it changes
+// the inode, an edit in place the size or the modification time. All zero when stat fails.
+struct FileStamp {
+  ino_t inode = 0;
+  off_t size = 0;
+  timespec mtime{};
+  bool operator==(const FileStamp& o) const {
+    return inode == o.inode && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+FileStamp StampOf(const std::string& path);
 
 struct AtomicWriteOptions {
   // Permission bits of the new file, applied with fchmod so umask does not interfere.

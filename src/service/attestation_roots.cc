@@ -26,8 +26,7 @@ AttestationRoots::AttestationRoots(std::string path, AttestedDocumentOptions opt
     : path_(std::move(path)), options_(std::move(options)) {}
 
 Status AttestationRoots::Build() {
-  struct stat st {};
-  if (stat(path_.c_str(), &st) == 0) stamp_ = {st.st_ino, st.st_size, st.st_mtim};
+  stamp_ = StampOf(path_);
   StatusOr<std::string> pem = ReadFlagFile(kFlag, path_);
   if (!pem.ok()) return pem.status();
   StatusOr<std::vector<ossl::X509Ptr>> parsed = ossl::ParsePemCertificates(*pem);
@@ -80,9 +79,7 @@ AuthenticatorStats AttestationRoots::stats() const {
 }
 
 void AttestationRoots::ReloadIfChanged(Logger* log) {
-  struct stat st {};
-  Stamp now;
-  if (stat(path_.c_str(), &st) == 0) now = {st.st_ino, st.st_size, st.st_mtim};
+  const FileStamp now = StampOf(path_);
   if (now == stamp_) return;
   if (Status status = Build(); !status.ok()) {
     stamp_ = now;  // tried: logged once, not at every check, until the file changes again

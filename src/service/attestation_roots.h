@@ -10,14 +10,13 @@
 //   (*roots)->ReloadIfChanged(&log);                      // every --refresh-interval
 #pragma once
 
-#include <sys/stat.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "common/file_util.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "service/node_identity.h"
@@ -46,22 +45,13 @@ class AttestationRoots final : public Authenticator {
   bool last_reload_successful() const { return reload_ok_.load(std::memory_order_relaxed); }
 
  private:
-  struct Stamp {
-    ino_t inode = 0;
-    off_t size = 0;
-    timespec mtime{};
-    bool operator==(const Stamp& o) const {
-      return inode == o.inode && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
-             mtime.tv_nsec == o.mtime.tv_nsec;
-    }
-  };
   AttestationRoots(std::string path, AttestedDocumentOptions options);
   Status Build();  // reads the file and installs a new authenticator
   std::shared_ptr<Authenticator> current() const;
 
   const std::string path_;
   const AttestedDocumentOptions options_;
-  Stamp stamp_;  // of the file last tried; only ReloadIfChanged's thread
+  FileStamp stamp_;  // of the file last tried; only ReloadIfChanged's thread
   mutable std::mutex mu_;
   std::shared_ptr<Authenticator> current_;  // guarded by mu_
   AuthenticatorStats retired_;              // guarded by mu_: counters of replaced ones

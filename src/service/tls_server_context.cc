@@ -39,15 +39,6 @@ int SelectH2(SSL*, const unsigned char** out, unsigned char* outlen, const unsig
   return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-bool Stamp(const std::string& path, ino_t* inode, off_t* size, timespec* mtime) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return false;
-  *inode = st.st_ino;
-  *size = st.st_size;
-  *mtime = st.st_mtim;
-  return true;
-}
-
 }  // namespace
 
 StatusOr<std::string> ReadFlagFile(const char* flag, const std::string& path) {
@@ -69,11 +60,8 @@ StatusOr<std::unique_ptr<TlsServerContext>> TlsServerContext::Load(std::string c
 }
 
 Status TlsServerContext::Build() {
-  FileStamp cert_stamp, key_stamp;
-  Stamp(cert_path_, &cert_stamp.inode, &cert_stamp.size, &cert_stamp.mtime);
-  Stamp(key_path_, &key_stamp.inode, &key_stamp.size, &key_stamp.mtime);
-  cert_stamp_ = cert_stamp;
-  key_stamp_ = key_stamp;
+  cert_stamp_ = StampOf(cert_path_);
+  key_stamp_ = StampOf(key_path_);
 
   StatusOr<std::string> cert_pem = ReadFlagFile("--tls-cert", cert_path_);
   if (!cert_pem.ok()) return cert_pem.status();
@@ -154,10 +142,7 @@ std::string TlsServerContext::subject() const {
 }
 
 void TlsServerContext::ReloadIfChanged(Logger* log) {
-  FileStamp cert_stamp, key_stamp;
-  Stamp(cert_path_, &cert_stamp.inode, &cert_stamp.size, &cert_stamp.mtime);
-  Stamp(key_path_, &key_stamp.inode, &key_stamp.size, &key_stamp.mtime);
-  if (cert_stamp == cert_stamp_ && key_stamp == key_stamp_) return;
+  if (StampOf(cert_path_) == cert_stamp_ && StampOf(key_path_) == key_stamp_) return;
   if (Status st = Build(); !st.ok()) {
     log->Warn("TLS certificate files changed but do not load; still serving the previous pair",
               {{"error", st}});

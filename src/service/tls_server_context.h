@@ -11,13 +11,13 @@
 
 #include <openssl/ssl.h>
 
-#include <sys/stat.h>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "common/file_util.h"
 #include "common/log.h"
 #include "common/status.h"
 
@@ -45,15 +45,6 @@ class TlsServerContext {
   void ReloadIfChanged(Logger* log);
 
  private:
-  struct FileStamp {
-    ino_t inode = 0;
-    off_t size = 0;
-    timespec mtime{};
-    bool operator==(const FileStamp& o) const {
-      return inode == o.inode && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
-             mtime.tv_nsec == o.mtime.tv_nsec;
-    }
-  };
   TlsServerContext(std::string cert_path, std::string key_path);
   Status Build();  // loads the files into a new context and installs it
 
