@@ -185,6 +185,7 @@ class GrpcServer::Impl::Loop {
   };
 
   void Run();
+  int WaitMs(SteadyClock::time_point next_tick) const;
   void Accept(Listener* listener);
   void OnEvent(Connection* conn, uint32_t events);
   void Handshake(Connection* conn);
@@ -259,10 +260,8 @@ void GrpcServer::Impl::Loop::Run() {
       while (!connections_.empty()) Close(connections_.begin()->second.get());
       return;
     }
-    auto wait =
-        std::chrono::duration_cast<std::chrono::milliseconds>(next_tick - SteadyClock::now());
     int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
-                       static_cast<int>(std::max<int64_t>(0, wait.count())));
+                       WaitMs(next_tick));
     for (int i = 0; i < n; ++i) {
       uint64_t id = events[i].data.u64;
       if (id == kWakeId) {
@@ -282,6 +281,20 @@ void GrpcServer::Impl::Loop::Run() {
       next_tick = now + kTick;
     }
   }
+}
+
+// How long epoll_wait may sleep: until the next tick while there are connections to time out,
+// else until this loop's next file check (loop 0) or, with nothing to wait for, until an event.
+// Rounded up: a wait cut to whole milliseconds would wake before the tick is due and spin
+// through its last fraction with a timeout of 0.
+int GrpcServer::Impl::Loop::WaitMs(SteadyClock::time_point next_tick) const {
+  SteadyClock::time_point until = SteadyClock::time_point::max();
+  if (!connections_.empty() || draining_) until = next_tick;
+  if (draining_) until = std::min(until, drain_deadline_);
+  if (index_ == 0 && server_->options.tls != nullptr) until = std::min(until, next_tls_check_);
+  if (until == SteadyClock::time_point::max()) return -1;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - SteadyClock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 24 * 3600 * 1000));
 }
 
 void GrpcServer::Impl::Loop::DrainNow() {

@@ -184,7 +184,13 @@ struct H2Callbacks {
     if (end_stream) stream->remote_closed = true;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       if (auto timeout = wire::ParseGrpcTimeout(stream->grpc_timeout)) {
-        stream->request_deadline = std::min(stream->request_deadline, self.now_ + *timeout);
+        // Clamped before it is added: "99999999H" is 3.6e20 ns, past what the clock's signed
+        // 64-bit nanoseconds hold, and only a timeout shorter than the request's own limit
+        // can move the deadline anyway.
+        const auto bounded =
+            std::min(*timeout, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   self.options_.limits.request_timeout));
+        stream->request_deadline = std::min(stream->request_deadline, self.now_ + bounded);
       }
       // Refusals that need no body are answered as soon as the headers are known.
       if (stream->headers_too_large || stream->method != "POST" ||

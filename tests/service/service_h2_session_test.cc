@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "h2_frames.h"
 #include "wire/grpc_unary.h"
 
 namespace hotfix::service {
@@ -179,6 +180,25 @@ TEST_F(H2SessionTest, ADelayedReplyLeavesAtItsTimeAndNotBefore) {
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_GE(now_ - start, milliseconds(1500));
   EXPECT_LT(now_ - start, milliseconds(1700));
+}
+
+// "99999999H" is 3.6e20 ns: added to the clock as it is, a signed overflow (UBSan stops the
+// test); clamped, the request's own limit.
+TEST_F(H2SessionTest, AGrpcTimeoutPastTheClocksRangeIsClampedToTheRequestTimeout) {
+  namespace h2 = testsupport::h2;
+  H2Session session(options_, "p", now_);
+  const std::string block = h2::HpackBlock(
+      h2::GrpcRequestFields(h2::kGetComponentConfigPath, "a", {{"grpc-timeout", "99999999H"}}));
+  ASSERT_TRUE(session.Receive(
+      h2::ClientPreface() + h2::Settings() + h2::Headers(1, block, h2::kEndHeaders), now_));
+  EXPECT_EQ(session.NextDeadline(), now_ + options_.limits.request_timeout);
+  // A short one still shortens it.
+  H2Session other(options_, "p", now_);
+  const std::string short_block = h2::HpackBlock(
+      h2::GrpcRequestFields(h2::kGetComponentConfigPath, "a", {{"grpc-timeout", "250m"}}));
+  ASSERT_TRUE(other.Receive(
+      h2::ClientPreface() + h2::Settings() + h2::Headers(1, short_block, h2::kEndHeaders), now_));
+  EXPECT_EQ(other.NextDeadline(), now_ + milliseconds(250));
 }
 
 TEST_F(H2SessionTest, AConnectionThatNeverSendsARequestIsClosedAfterTheFirstRequestTimeout) {
