@@ -330,6 +330,7 @@ struct Flags {
   std::string shutdown_grace = "10s";
   std::string testing_response_delay = "0";
   std::string auto_halt_interval = "30s";
+  std::string max_token_age = "10m";
   std::string memory_limit;
   std::string log_level = "info";
   int old_tls_refresh_s = -1;
@@ -353,6 +354,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                                "PEM bundle the IMDS attested-document signer must chain to");
   app.add_option("--attestation-signer-name", c.attestation_signer_name,
                  "DNS name the signer certificate must carry")
+      ->capture_default_str();
+  app.add_option("--max-token-age", f.max_token_age,
+                 "refuse attested documents created longer ago than this (0: no limit; up to 6h, "
+                 "their lifetime): a node fetches its document just before its call")
       ->capture_default_str();
   app.add_option("--allowed-subscriptions", c.allowed_subscriptions,
                  "comma-separated subscription IDs allowed to call (default: any)")
@@ -464,6 +469,9 @@ hotfix::Status ApplyDurationsAndSizes(const CLI::App& app, Flags& f) {
   auto interval = DurationFlag("--auto-halt-interval", f.auto_halt_interval, seconds(1), hours(1));
   if (!interval.ok()) return interval.status();
   c.auto_halt_interval = *interval;
+  auto age = DurationFlag("--max-token-age", f.max_token_age, seconds(0), hours(6));
+  if (!age.ok()) return age.status();
+  c.max_token_age = std::chrono::duration_cast<seconds>(*age);
   if (!f.memory_limit.empty()) {
     auto bytes = hotfix::service::ParseByteSize(f.memory_limit);
     if (!bytes.ok()) return bytes.status().Annotate("--memory-limit");

@@ -87,7 +87,8 @@ std::string FormatUtc(TimePoint t) {
   return buf;
 }
 
-Status CheckAttestedTimes(const AttestedContent& content, TimePoint now) {
+Status CheckAttestedTimes(const AttestedContent& content, TimePoint now,
+                          std::chrono::seconds max_age) {
   if (now > content.identity.expires_at) {
     return Status::PermissionDenied("attested document expired at " +
                                     FormatUtc(content.identity.expires_at));
@@ -95,6 +96,11 @@ Status CheckAttestedTimes(const AttestedContent& content, TimePoint now) {
   if (content.created_on > now + kMaxFutureSkew) {
     return Status::PermissionDenied("attested document created in the future, at " +
                                     FormatUtc(content.created_on));
+  }
+  if (max_age.count() > 0 && now - content.created_on > max_age) {
+    return Status::PermissionDenied("attested document created at " +
+                                    FormatUtc(content.created_on) + ", longer ago than " +
+                                    std::to_string(max_age.count()) + " s (--max-token-age)");
   }
   return Status::Ok();
 }

@@ -21,10 +21,12 @@ struct AttestedContent {
 // InvalidArgument naming what is missing or malformed; never throws on any input.
 StatusOr<AttestedContent> ParseAttestedContent(std::string_view json);
 
-// PermissionDenied when the document has expired at `now`, or was created further in the
-// future than a node's clock may run ahead (5 minutes).
-Status CheckAttestedTimes(const AttestedContent& content,
-                          std::chrono::system_clock::time_point now);
+// PermissionDenied when the document has expired at `now`, was created further in the
+// future than a node's clock may run ahead (5 minutes), or was created longer than max_age
+// ago (0: no limit): a document lives 6 hours, but a node fetches it just before its call,
+// so an old one is a replay.
+Status CheckAttestedTimes(const AttestedContent& content, std::chrono::system_clock::time_point now,
+                          std::chrono::seconds max_age);
 
 // IMDS's timestamp, "MM/DD/YY HH:MM:SS -0000" (20YY; the offset may be any +-HHMM), exactly
 // that shape and a real calendar date; nullopt otherwise.

@@ -260,8 +260,8 @@ void GrpcServer::Impl::Loop::Run() {
       while (!connections_.empty()) Close(connections_.begin()->second.get());
       return;
     }
-    int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
-                       WaitMs(next_tick));
+    int n =
+        epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()), WaitMs(next_tick));
     for (int i = 0; i < n; ++i) {
       uint64_t id = events[i].data.u64;
       if (id == kWakeId) {

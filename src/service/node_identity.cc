@@ -52,12 +52,12 @@ class AttestedDocumentAuthenticator : public Authenticator {
     if (!digest) return Fail(IdentityFailure::kMalformed, Status::Internal("SHA-256 failed"));
     const TimePoint now = options_.clock();
     if (std::optional<AuthResult> cached = FromCache(*digest, now)) return *cached;
-    TimePoint signer_not_after;
-    AuthResult result = Verify(token, now, &signer_not_after);
+    TimePoint cache_until;
+    AuthResult result = Verify(token, now, &cache_until);
     // Until the document expires, or its signer certificate does if that comes first.
     if (result.ok()) {
-      cache_.Insert(*digest, result.identity,
-                    std::min(result.identity.expires_at, signer_not_after), now);
+      cache_.Insert(*digest, result.identity, std::min(result.identity.expires_at, cache_until),
+                    now);
     }
     return result;
   }
@@ -103,7 +103,7 @@ class AttestedDocumentAuthenticator : public Authenticator {
     return result;
   }
 
-  AuthResult Verify(std::string_view token, TimePoint now, TimePoint* signer_not_after) {
+  AuthResult Verify(std::string_view token, TimePoint now, TimePoint* cache_until) {
     verifications_.fetch_add(1, std::memory_order_relaxed);
     StatusOr<std::string> der = DecodeToken(token);
     if (!der.ok()) {
@@ -114,10 +114,14 @@ class AttestedDocumentAuthenticator : public Authenticator {
     if (!signed_doc.ok()) return Fail(signed_doc.failure, signed_doc.error);
     StatusOr<AttestedContent> content = ParseAttestedContent(signed_doc.content);
     if (!content.ok()) return Fail(IdentityFailure::kBadContent, content.status());
-    if (Status s = CheckAttestedTimes(*content, now); !s.ok()) {
+    if (Status s = CheckAttestedTimes(*content, now, options_.max_token_age); !s.ok()) {
       return Fail(IdentityFailure::kExpired, s);
     }
-    *signer_not_after = signed_doc.signer_not_after;
+    // Cached no longer than the document is acceptable: its signer's, and its age limit.
+    *cache_until = signed_doc.signer_not_after;
+    if (options_.max_token_age.count() > 0) {
+      *cache_until = std::min(*cache_until, content->created_on + options_.max_token_age);
+    }
     AuthResult result;
     result.identity = std::move(content->identity);
     return result;

@@ -77,6 +77,9 @@ struct AttestedDocumentOptions {
   // accepts any subdomain instead, for regional signers.
   std::string signer_name = "metadata.azure.com";
   size_t max_token_bytes = 64 * 1024;
+  // A document created longer ago than this is refused (kExpired), however long it is valid:
+  // a node fetches its document just before its call, so an old one is a replay. 0: no limit.
+  std::chrono::seconds max_token_age{600};
   size_t cache_entries = 100000;  // verified documents kept, by SHA-256 of the token
   // Signer certificates kept, by SHA-256 of their DER, least recently used dropped first; 0
   // turns the signer cache off. A certificate is kept once a document embedding it (as its

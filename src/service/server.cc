@@ -60,12 +60,14 @@ StatusOr<AuthenticatorSetup> MakeAuthenticator(const ServerConfig& config, Logge
   }
   AttestedDocumentOptions options;
   options.signer_name = config.attestation_signer_name;
+  options.max_token_age = config.max_token_age;
   auto roots = AttestationRoots::Load(config.attestation_roots_path, std::move(options));
   if (!roots.ok()) return roots.status();
   log->Info("verifying attested documents",
             {{"attestation_roots", config.attestation_roots_path},
              {"root_certificates", static_cast<int64_t>((*roots)->certificates())},
-             {"signer_name", config.attestation_signer_name}});
+             {"signer_name", config.attestation_signer_name},
+             {"max_token_age_s", static_cast<int64_t>(config.max_token_age.count())}});
   AttestationRoots* raw = roots->get();
   return AuthenticatorSetup{std::move(*roots), raw};
 }

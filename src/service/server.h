@@ -37,6 +37,7 @@ struct ServerConfig {
   std::string components_dir;
   std::string attestation_roots_path;  // may be empty only with insecure_accept_any_token
   std::string attestation_signer_name = "metadata.azure.com";
+  std::chrono::seconds max_token_age{600};         // 0: no limit (AttestedDocumentOptions)
   std::vector<std::string> allowed_subscriptions;  // empty: every verified subscription
   double rate_limit_per_node = 0;                  // requests per second; 0: unlimited
   std::string metrics_listen;                      // empty: no metrics endpoint

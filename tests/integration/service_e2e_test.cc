@@ -110,6 +110,20 @@ TEST_F(ServiceE2eTest, ExpiredDocumentIsUnauthenticated) {
   EXPECT_THAT(r.status.error_message(), AllOf(HasSubstr("expired"), HasSubstr("expired at")));
 }
 
+// A replay of a document the trusted signer made two hours ago, valid four more.
+TEST_F(ServiceE2eTest, ADocumentOlderThanTheMaxTokenAgeIsUnauthenticated) {
+  Start({"--max-token-age", "10m"});
+  AttestedDocumentFields fields;
+  fields.created_on =
+      std::chrono::floor<seconds>(std::chrono::system_clock::now()) - std::chrono::hours(2);
+  fields.expires_on = fields.created_on + std::chrono::hours(6);
+  GrpcReply r = Call(kAksNodeControllerComponent, files_.Token(fields));
+  EXPECT_EQ(r.code(), grpc::UNAUTHENTICATED) << r.status.error_message();
+  EXPECT_TRUE(CallAsNode().status.ok());
+  ASSERT_FALSE(lps_->AccessLog().empty());
+  EXPECT_EQ(lps_->AccessLog().front().value("identity_failure", ""), "expired");
+}
+
 TEST_F(ServiceE2eTest, ForeignSignedDocumentIsUnauthenticated) {
   Start();
   TestCa foreign = TestCa::Create("someone-elses-root");

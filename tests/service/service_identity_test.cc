@@ -542,6 +542,7 @@ TEST_F(IdentityTest, FullCacheEvictsTheOldest) {
 TEST_F(IdentityTest, FullCacheEvictsExpiredBeforeOldest) {
   AttestedDocumentOptions options = Options();
   options.cache_entries = 2;
+  options.max_token_age = seconds(0);  // the hour below would make every document too old
   auth_ = Make(options);
   std::string long_lived = Sign(Fields("vm-long"));
   AttestedDocumentFields short_fields = Fields("vm-short");
@@ -557,6 +558,32 @@ TEST_F(IdentityTest, FullCacheEvictsExpiredBeforeOldest) {
   EXPECT_EQ(auth_->stats().verifications, 3u);
   ExpectRefused(short_lived, IdentityFailure::kExpired);  // gone, so verified again
   EXPECT_EQ(auth_->stats().verifications, 4u);
+}
+
+// A replay: signed by the trusted signer two hours ago and valid four more, refused as too
+// old; the same document within the age limit, or with no limit, is an identity.
+TEST_F(IdentityTest, ADocumentOlderThanTheMaxTokenAgeIsRefused) {
+  AttestedDocumentFields fields = Fields("vm-old");
+  fields.created_on = WholeSeconds(now_.load() - hours(2));
+  fields.expires_on = fields.created_on + hours(6);
+  const std::string old_token = Sign(fields);
+  AuthResult r = ExpectRefused(old_token, IdentityFailure::kExpired);
+  EXPECT_THAT(r.error.message(), HasSubstr("--max-token-age"));
+
+  AttestedDocumentOptions options = Options();
+  options.max_token_age = seconds(0);
+  auth_ = Make(options);
+  EXPECT_TRUE(auth_->Authenticate(old_token).ok());
+}
+
+TEST_F(IdentityTest, ACachedDocumentIsRefusedOnceItIsTooOld) {
+  const std::string token = Sign(Fields("vm-aging"));
+  ASSERT_TRUE(auth_->Authenticate(token).ok());
+  now_ = now_.load() + minutes(9);
+  EXPECT_TRUE(auth_->Authenticate(token).ok());
+  EXPECT_EQ(auth_->stats().verifications, 1u);  // from the cache
+  now_ = now_.load() + minutes(2);
+  ExpectRefused(token, IdentityFailure::kExpired);
 }
 
 TEST_F(IdentityTest, ConcurrentCallersAgree) {
