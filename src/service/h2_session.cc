@@ -384,9 +384,14 @@ bool H2Session::Finished() const {
 size_t H2Session::open_streams() const { return streams_open_; }
 
 void H2Session::Shutdown() {
+  if (session_ == nullptr) return;
+  ShutdownAfter(nghttp2_session_get_last_proc_stream_id(session_));
+}
+
+void H2Session::ShutdownAfter(int32_t last_stream_id) {
   if (session_ == nullptr || failed_ || goaway_sent_) return;
   goaway_sent_ = true;
-  goaway_last_stream_id_ = nghttp2_session_get_last_proc_stream_id(session_);
+  goaway_last_stream_id_ = last_stream_id;
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_id_, NGHTTP2_NO_ERROR,
                         nullptr, 0);
 }
@@ -444,6 +449,12 @@ void H2Session::OnTimer(SteadyClock::time_point now) {
 void H2Session::Dispatch(Stream* stream) {
   if (stream->dispatched) return;
   stream->dispatched = true;
+  if (goaway_sent_ && stream->id > goaway_last_stream_id_) {
+    // Begun before a GOAWAY that excludes it (an answer that closed the connection): the
+    // client retries it elsewhere, so it must not be run here.
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_REFUSED_STREAM);
+    return;
+  }
   if (stream->method != "POST") return RespondHttp(stream, "405");
   if (!wire::IsGrpcContentType(stream->content_type)) return RespondHttp(stream, "415");
   GrpcReply reply;
@@ -500,6 +511,10 @@ void H2Session::Dispatch(Stream* stream) {
 }
 
 void H2Session::Respond(Stream* stream, GrpcReply reply) {
+  // GOAWAY naming this stream as the last: streams the peer opened after it are unprocessed
+  // by the protocol's own rule (RFC 9113, section 6.8), so a client retries them on a new
+  // connection; earlier ones still open finish.
+  if (reply.close_connection) ShutdownAfter(stream->id);
   // The request is no longer needed; only the response stays until the stream closes.
   stream->body.clear();
   stream->body.shrink_to_fit();

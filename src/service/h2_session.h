@@ -83,6 +83,11 @@ struct GrpcReply {
   // A test hook: the reply leaves this much later (the session's timer), so a test can
   // have a call in flight. Zero in production.
   std::chrono::milliseconds delay{0};
+  // After this answer the connection is done: GOAWAY, no later stream of it reaches the
+  // handler (REFUSED_STREAM, which a client retries elsewhere), and it closes once the answer
+  // is out. For refusals of the caller's identity: a node makes one call per connection, so a
+  // peer that is refused gets one answer per connection it pays a handshake for.
+  bool close_connection = false;
 };
 
 class GrpcHandler {
@@ -138,6 +143,8 @@ class H2Session {
   size_t open_streams() const;
 
  private:
+  // GOAWAY with this last stream: later ones are refused (REFUSED_STREAM), earlier ones finish.
+  void ShutdownAfter(int32_t last_stream_id);
   struct Stream;
   friend struct H2Callbacks;
 

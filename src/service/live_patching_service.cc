@@ -328,6 +328,10 @@ void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
   CallDecision decision = Decide(input);
   Report(input, decision, Clock::now() - start);
   reply->code = decision.status.code;
+  // A caller whose identity is refused gets this answer and the connection's end: its next
+  // try costs it a new TLS handshake, not us another verification on a warm connection.
+  reply->close_connection = decision.status.code == GrpcCode::kUnauthenticated ||
+                            decision.status.code == GrpcCode::kPermissionDenied;
   if (!decision.status.ok()) {
     reply->error_message = std::move(decision.status.message);
   } else if (input.report) {

@@ -14,7 +14,8 @@
 #   tests/container/image_test.sh [DIR]   DIR (or IMAGE_DIR) as build-image.sh's, default
 #                                         build/image; the image is DIR/image.env's
 # Host binaries: BIN_DIR (default build/test/bin, scripts/test.sh's build) with hotfix-agent
-# and imds-standin; when they are missing they are built in build/image-host.
+# and imds-standin; when they are missing they are built in build/image-host. As root (the
+# files the container reads are given to its uid), like build-image.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -188,7 +189,8 @@ env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u no_proxy -u NO_
 expect_eq "check-hotfix exit code" "$agent_rc" 0
 expect_match "check-hotfix outcome" "$(cat "$work/agent.out" "$work/agent.err")" \
   '"msg":"check-hotfix completed","outcome":"lpsRead"'
-expect_match "one guest-agent event, lpsRead" "$(cat "$node"/events/*)" 'lpsRead'
+expect_eq "guest-agent events written" "$(find "$node/events" -type f | wc -l)" 1
+expect_match "the event's outcome" "$(cat "$node"/events/*)" 'lpsRead'
 # The served map staged for download-hotfix; version and scripts_version kept.
 staged=$(tr -d ' \n' <"$pointer")
 expect_match "the staged pointer has the served hotfixes" "$staged" \

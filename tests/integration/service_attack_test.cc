@@ -765,6 +765,30 @@ void FullConnections(AttackCtl& ctl, size_t count, std::vector<std::unique_ptr<H
   }
 }
 
+// Well-formed attested documents from a signer the service does not trust (each costs a
+// PKCS#7 parse and a chain check), four requests pipelined on every connection, connection
+// after connection. `answers_max` is the most grpc-status answers one connection got.
+void BadTokenFlood(AttackCtl& ctl, const std::string& token, std::atomic<int>* answers_max,
+                   std::atomic<int>* unclosed) {
+  const std::string block = RequestBlock({{"authorization", token}});
+  const std::string message = GrpcFrame(std::string("\x0a\x11") + "aksNodeController");
+  OnEachConnection(ctl, true, [&](H2Conn& c) {
+    std::string batch;
+    for (uint32_t id = 1; id <= 7; id += 2) {
+      batch += h2::Headers(id, block, h2::kEndHeaders) + h2::Data(id, message, true);
+      ctl.stats.frames += 2;
+    }
+    if (!c.Send(batch)) return;
+    for (int i = 0; i < 50 && !c.closed(); ++i) c.Pump(milliseconds(20));
+    int answers = 0;
+    for (uint32_t id = 1; id <= 7; id += 2) answers += c.GrpcStatus(id).has_value();
+    int seen = answers_max->load();
+    while (answers > seen && !answers_max->compare_exchange_weak(seen, answers)) {
+    }
+    if (!c.closed()) ++*unclosed;
+  });
+}
+
 // ---- The node's side ---------------------------------------------------------------------
 
 // A node's call: a channel (so a TLS connection) of its own, the node's deadline.
@@ -1087,6 +1111,21 @@ TEST_F(ServiceAttackTest, FiveHundredHandshakesNeverFinished) {
   StartService();
   ExpectWithstood(RunAttack("500 unfinished TLS handshakes", 1, HandshakesNeverFinished),
                   Sends::kConnectionsOnly);
+}
+
+TEST_F(ServiceAttackTest, BadTokensGetOneAnswerPerConnection) {
+  TestCa foreign = TestCa::Create("test-imds-root");  // the same name, another key
+  CertAndKey signer = IssueImdsSigner(foreign);
+  const std::string token = files_->Token({}, &signer);
+  StartService();
+  std::atomic<int> answers_max{0}, unclosed{0};
+  CaseResult r =
+      RunAttack("untrusted tokens, 4 calls pipelined per connection", 2,
+                [&](AttackCtl& ctl) { BadTokenFlood(ctl, token, &answers_max, &unclosed); });
+  ExpectWithstood(r);
+  EXPECT_EQ(answers_max.load(), 1) << "answers on one connection after its identity was refused";
+  EXPECT_EQ(unclosed.load(), 0) << "connections the service left open after the refusal";
+  EXPECT_GE(r.connections, 10u) << r.stats;
 }
 
 TEST_F(ServiceAttackTest, GzipBombIsRefusedUninflated) {

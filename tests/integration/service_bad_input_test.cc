@@ -409,10 +409,12 @@ TEST_F(ServiceBadInputTest, ThousandsOfGarbageTokensAreUnauthenticatedAndNoneLet
   std::atomic<size_t> next{0};
   std::vector<std::thread> workers;
   for (int w = 0; w < 4; ++w) {
-    workers.emplace_back([&] {
+    // A channel per worker, one call at a time on it: each refusal ends its connection
+    // (GOAWAY), and a call another worker had on the same connection would be cut off.
+    workers.emplace_back([&, channel = lps_->Channel(files_, w + 1)] {
       for (size_t i; (i = next++) < total;) {
         auto [token, kind, detail] = tokens.Make(i);
-        GrpcReply r = CallGetComponentConfig(channel_, kAksNodeControllerComponent, token);
+        GrpcReply r = CallGetComponentConfig(channel, kAksNodeControllerComponent, token);
         std::lock_guard<std::mutex> lock(mu);
         ++tried[kind];
         if (r.status.ok()) {

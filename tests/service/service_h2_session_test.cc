@@ -239,6 +239,41 @@ TEST_F(H2SessionTest, ABadPrefaceEndsTheSession) {
   EXPECT_FALSE(session.Receive("more", now_));
 }
 
+// A refusal that closes the connection: its answer goes out with a GOAWAY naming it the last
+// stream, a second request already on the connection never reaches the handler, and the
+// session ends.
+TEST_F(H2SessionTest, AnAnswerThatClosesTheConnectionRefusesTheRest) {
+  namespace h2 = testsupport::h2;
+  H2Session session(options_, "p", now_);
+  handler_.next.code = GrpcCode::kUnauthenticated;
+  handler_.next.error_message = "no";
+  handler_.next.close_connection = true;
+  const std::string block =
+      h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, "a", {}));
+  const std::string message = std::string("\0\0\0\0\x02", 5) + "hi";
+  ASSERT_TRUE(session.Receive(h2::ClientPreface() + h2::Settings() +
+                                  h2::Headers(1, block, h2::kEndHeaders) +
+                                  h2::Headers(3, block, h2::kEndHeaders) +
+                                  h2::Data(1, message, true) + h2::Data(3, message, true),
+                              now_));
+  EXPECT_EQ(handler_.paths.size(), 1u);
+  std::string out;
+  session.TakeOutput(&out, 1 << 20);
+  bool answered = false;
+  std::optional<uint32_t> goaway_last;
+  h2::FrameReader reader;
+  reader.Feed(out);
+  while (std::optional<h2::ReceivedFrame> f = reader.Next()) {
+    if (f->type == h2::kGoaway) goaway_last = h2::ReadUint32(f->payload, 0);
+    answered |= f->type == h2::kHeaders && f->stream_id == 1;
+  }
+  EXPECT_TRUE(answered);
+  // Stream 3 is past the GOAWAY's last stream: unprocessed, for the client to retry.
+  EXPECT_EQ(goaway_last, 1u);
+  EXPECT_EQ(handler_.paths.size(), 1u);
+  EXPECT_TRUE(session.Finished());
+}
+
 TEST_F(H2SessionTest, ShutdownLetsTheOpenCallFinishThenEnds) {
   H2Session session(options_, "p", now_);
   handler_.next.delay = milliseconds(1500);  // the reply is still held when Shutdown lands

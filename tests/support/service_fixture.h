@@ -194,11 +194,14 @@ class ServiceProcess {
   }
 
   // A TLS channel as a well-behaved client: the cluster CA, the service's pinned name.
-  std::shared_ptr<grpc::Channel> Channel(const ServiceFiles& files) const {
+  // `own` > 0: a channel with connections of its own (gRPC shares a connection between
+  // channels whose arguments are equal), as each node has.
+  std::shared_ptr<grpc::Channel> Channel(const ServiceFiles& files, int own = 0) const {
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = files.tls_ca().cert_pem();
     grpc::ChannelArguments args;
     args.SetSslTargetNameOverride(kLpsServerName);
+    if (own > 0) args.SetInt("lp.test.own_channel", own);
     return grpc::CreateCustomChannel(LoopbackAddress(port_), grpc::SslCredentials(tls), args);
   }
   std::shared_ptr<grpc::Channel> HealthChannel() const {
