@@ -50,6 +50,7 @@ Status AttestationRoots::Build() {
       retired_.cache_hits += old.cache_hits;
       retired_.cache_evictions += old.cache_evictions;
       retired_.signer_cache_hits += old.signer_cache_hits;
+      retired_.refusal_cache_hits += old.refusal_cache_hits;
     }
     current_ = std::move(*auth);
   }
@@ -75,6 +76,7 @@ AuthenticatorStats AttestationRoots::stats() const {
   s.cache_hits += retired_.cache_hits;
   s.cache_evictions += retired_.cache_evictions;
   s.signer_cache_hits += retired_.signer_cache_hits;
+  s.refusal_cache_hits += retired_.refusal_cache_hits;
   return s;
 }
 

@@ -204,6 +204,9 @@ class ScrapedCollectable final : public prometheus::Collectable {
           {kMetricSignerCacheHits,
            {"Verifications that reused a kept signer certificate",
             static_cast<double>(s.signer_cache_hits)}},
+          {kMetricRefusalCacheHits,
+           {"Refused tokens refused again from the refusal cache, without another check",
+            static_cast<double>(s.refusal_cache_hits)}},
       };
       for (const auto& [name, help_value] : counters) {
         auto family = Family(name, help_value.first, MetricType::Counter);

@@ -100,6 +100,7 @@ inline constexpr char kMetricIdentityCacheHits[] = "lp_identity_cache_hits_total
 inline constexpr char kMetricIdentityCacheEvictions[] = "lp_identity_cache_evictions_total";
 inline constexpr char kMetricIdentityCacheEntries[] = "lp_identity_cache_entries";
 inline constexpr char kMetricSignerCacheHits[] = "lp_signer_cache_hits_total";
+inline constexpr char kMetricRefusalCacheHits[] = "lp_identity_refusal_cache_hits_total";
 inline constexpr char kMetricSignerCacheEntries[] = "lp_signer_cache_entries";
 inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracked_nodes";
 

@@ -10,6 +10,7 @@
 #include "common/openssl.h"
 #include "service/attested_content.h"
 #include "service/identity_cache.h"
+#include "service/refusal_cache.h"
 #include "service/signed_document.h"
 
 namespace hotfix::service {
@@ -33,7 +34,11 @@ class AttestedDocumentAuthenticator : public Authenticator {
       : options_(std::move(options)),
         verifier_(std::move(verifier)),
         sha256_(std::move(sha256)),
-        cache_(options_.cache_entries) {
+        cache_(options_.cache_entries),
+        refusals_(options_.refusal_cache_slots == 0
+                      ? nullptr
+                      : std::make_unique<RefusalCache>(options_.refusal_cache_slots,
+                                                       options_.refusal_cache_ttl)) {
     if (!options_.clock) options_.clock = [] { return Clock::now(); };
   }
 
@@ -52,8 +57,12 @@ class AttestedDocumentAuthenticator : public Authenticator {
     if (!digest) return Fail(IdentityFailure::kMalformed, Status::Internal("SHA-256 failed"));
     const TimePoint now = options_.clock();
     if (std::optional<AuthResult> cached = FromCache(*digest, now)) return *cached;
+    if (refusals_) {
+      if (std::optional<AuthResult> refused = refusals_->Find(*digest, now)) return *refused;
+    }
     TimePoint cache_until;
     AuthResult result = Verify(token, now, &cache_until);
+    if (!result.ok() && refusals_) refusals_->Insert(*digest, result, now);
     // Until the document expires, or its signer certificate does if that comes first.
     if (result.ok()) {
       cache_.Insert(*digest, result.identity, std::min(result.identity.expires_at, cache_until),
@@ -70,6 +79,7 @@ class AttestedDocumentAuthenticator : public Authenticator {
     s.cache_entries = cache_.size();
     s.signer_cache_hits = verifier_->signer_cache_hits();
     s.signer_cache_entries = verifier_->signer_cache_entries();
+    s.refusal_cache_hits = refusals_ ? refusals_->hits() : 0;
     return s;
   }
 
@@ -131,6 +141,7 @@ class AttestedDocumentAuthenticator : public Authenticator {
   std::unique_ptr<SignedDocumentVerifier> verifier_;
   MdPtr sha256_;  // fetched once: an implicit fetch per digest costs a provider lookup
   IdentityCache cache_;
+  std::unique_ptr<RefusalCache> refusals_;  // null when refusal_cache_slots is 0
   std::atomic<uint64_t> verifications_{0};
   std::atomic<uint64_t> cache_hits_{0};
 };

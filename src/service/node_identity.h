@@ -56,6 +56,9 @@ struct AuthenticatorStats {
   // its chain verification; the signature and every other check still ran.
   uint64_t signer_cache_hits = 0;
   uint64_t signer_cache_entries = 0;  // signer certificates held now
+  // Refusals repeated from the refusal cache (AttestedDocumentOptions::refusal_cache_slots)
+  // without another check.
+  uint64_t refusal_cache_hits = 0;
 };
 
 class Authenticator {
@@ -88,6 +91,10 @@ struct AttestedDocumentOptions {
   // without it and its signature verified against the kept certificate, with the same
   // envelope, content and time checks and the same answer as the full check.
   size_t signer_cache_entries = 64;
+  // Refused documents kept by SHA-256 of the token, for refusal_cache_ttl, in a table of
+  // this many slots (refusal_cache.h): a repeated bad token costs a hash. 0 turns it off.
+  size_t refusal_cache_slots = 4096;
+  std::chrono::seconds refusal_cache_ttl{60};
   // The time for timeStamp.createdOn/expiresOn and for cache expiry; empty: the system clock.
   // For tests. Certificate validity is still checked by OpenSSL against the real time.
   std::function<std::chrono::system_clock::time_point()> clock;

@@ -1117,7 +1117,7 @@ TEST_F(ServiceAttackTest, BadTokensGetOneAnswerPerConnection) {
   TestCa foreign = TestCa::Create("test-imds-root");  // the same name, another key
   CertAndKey signer = IssueImdsSigner(foreign);
   const std::string token = files_->Token({}, &signer);
-  StartService();
+  StartService({}, {"--metrics-listen", "127.0.0.1:0"});
   std::atomic<int> answers_max{0}, unclosed{0};
   CaseResult r =
       RunAttack("untrusted tokens, 4 calls pipelined per connection", 2,
@@ -1126,6 +1126,12 @@ TEST_F(ServiceAttackTest, BadTokensGetOneAnswerPerConnection) {
   EXPECT_EQ(answers_max.load(), 1) << "answers on one connection after its identity was refused";
   EXPECT_EQ(unclosed.load(), 0) << "connections the service left open after the refusal";
   EXPECT_GE(r.connections, 10u) << r.stats;
+  // The repeated token was checked once (the legit node's is another) and then refused for
+  // the price of its hash.
+  const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
+  EXPECT_LE(MetricValue(metrics, "lp_identity_verifications_total").value_or(1e9), 3);
+  EXPECT_GE(MetricValue(metrics, "lp_identity_refusal_cache_hits_total").value_or(0),
+            static_cast<double>(r.connections) - 3);
 }
 
 TEST_F(ServiceAttackTest, GzipBombIsRefusedUninflated) {

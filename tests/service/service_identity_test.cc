@@ -169,8 +169,9 @@ TEST_F(IdentityTest, ExpiredDocumentIsRefusedAndNotCached) {
   fields.expires_on = now_.load() - minutes(1);
   std::string token = Sign(fields);
   ExpectRefused(token, IdentityFailure::kExpired);
-  ExpectRefused(token, IdentityFailure::kExpired);
-  EXPECT_EQ(auth_->stats().verifications, 2u);
+  ExpectRefused(token, IdentityFailure::kExpired);  // the refusal repeated
+  EXPECT_EQ(auth_->stats().verifications, 1u);
+  EXPECT_EQ(auth_->stats().refusal_cache_hits, 1u);
   EXPECT_EQ(auth_->stats().cache_entries, 0u);
 }
 
@@ -513,15 +514,42 @@ TEST_F(IdentityTest, SkuIsOptional) {
   EXPECT_EQ(result.identity.sku, "");
 }
 
-TEST_F(IdentityTest, FailuresAreNotCached) {
+// A refusal is never an identity-cache entry; it is repeated from the refusal cache for its
+// ttl (the same reason and message, no other check), then checked again.
+TEST_F(IdentityTest, RefusalsAreRepeatedForAWhileAndNeverCachedAsIdentities) {
   nlohmann::json no_vm = Doc();
   no_vm.erase("vmId");
   std::string token = SignJson(no_vm);
+  AuthResult first = ExpectRefused(token, IdentityFailure::kBadContent);
+  AuthResult again = ExpectRefused(token, IdentityFailure::kBadContent);
+  EXPECT_EQ(again.error.message(), first.error.message());
+  EXPECT_EQ(auth_->stats().verifications, 1u);
+  EXPECT_EQ(auth_->stats().refusal_cache_hits, 1u);
+  EXPECT_EQ(auth_->stats().cache_hits, 0u);
+  EXPECT_EQ(auth_->stats().cache_entries, 0u);
+  now_ = now_.load() + seconds(61);
+  ExpectRefused(token, IdentityFailure::kBadContent);
+  EXPECT_EQ(auth_->stats().verifications, 2u);
+
+  AttestedDocumentOptions options = Options();
+  options.refusal_cache_slots = 0;
+  auth_ = Make(options);
   ExpectRefused(token, IdentityFailure::kBadContent);
   ExpectRefused(token, IdentityFailure::kBadContent);
   EXPECT_EQ(auth_->stats().verifications, 2u);
-  EXPECT_EQ(auth_->stats().cache_hits, 0u);
-  EXPECT_EQ(auth_->stats().cache_entries, 0u);
+}
+
+// The table's memory is fixed: more refused tokens than slots replace each other, and a good
+// token is never answered from it.
+TEST_F(IdentityTest, TheRefusalCacheIsBoundedAndNeverRefusesAGoodToken) {
+  AttestedDocumentOptions options = Options();
+  options.refusal_cache_slots = 4;
+  auth_ = Make(options);
+  for (int i = 0; i < 100; ++i) {
+    ExpectRefused("not-base64-" + std::to_string(i) + "!", IdentityFailure::kMalformed);
+  }
+  EXPECT_EQ(auth_->stats().verifications, 100u);
+  EXPECT_TRUE(auth_->Authenticate(Sign(Fields("vm-good"))).ok());
 }
 
 TEST_F(IdentityTest, FullCacheEvictsTheOldest) {
