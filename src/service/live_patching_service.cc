@@ -240,6 +240,12 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   const LogLevel level = decision.status.ok() ? LogLevel::kInfo : LogLevel::kWarn;
   if (!options_.access_log->Enabled(level)) return;
   AccessLogEntry entry;
+  if (!decision.status.ok()) {
+    entry.refused = true;
+    if (!refusal_lines_.Admit(std::chrono::steady_clock::now(), &entry.refusals_not_logged)) {
+      return;
+    }
+  }
   entry.method = sample.method;
   entry.peer = input.peer;
   entry.vm_id = decision.identity.vm_id;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "service/access_log.h"
 #include "service/auto_halt.h"
 #include "service/component_store.h"
 #include "service/h2_session.h"
@@ -65,6 +66,9 @@ struct OutcomeReport {
 
 // The longest ReportHotfixOutcomeRequest.detail accepted (bytes of printable ASCII).
 inline constexpr size_t kMaxReportDetailBytes = 256;
+// Refused calls' access-log lines written per second at most, the rest counted in the next
+// one (`refusals_not_logged`) and in lp_requests_total whatever happens to the lines.
+inline constexpr uint32_t kRefusalLinesPerSecond = 20;
 
 // What one call carried, transport aside.
 struct CallInput {
@@ -133,6 +137,7 @@ class LivePatchingServiceImpl final : public GrpcHandler {
 
   LivePatchingServiceOptions options_;
   std::set<std::string> allowed_;  // lower-cased allowed_subscriptions
+  RefusalLogBudget refusal_lines_{kRefusalLinesPerSecond};
 };
 
 }  // namespace hotfix::service

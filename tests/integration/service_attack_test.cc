@@ -1132,6 +1132,15 @@ TEST_F(ServiceAttackTest, BadTokensGetOneAnswerPerConnection) {
   EXPECT_LE(MetricValue(metrics, "lp_identity_verifications_total").value_or(1e9), 3);
   EXPECT_GE(MetricValue(metrics, "lp_identity_refusal_cache_hits_total").value_or(0),
             static_cast<double>(r.connections) - 3);
+  // At most 20 refused calls' lines a second, the rest counted in them.
+  uint64_t lines = 0, not_logged = 0;
+  for (const auto& line : lps_->AccessLog()) {
+    if (line.value("code", "") == "OK") continue;
+    ++lines;
+    not_logged += line.value("refusals_not_logged", uint64_t{0});
+  }
+  EXPECT_LE(lines, static_cast<uint64_t>(20 * (r.seconds + 2))) << lines << " refused lines";
+  EXPECT_GT(not_logged, 0u);
 }
 
 TEST_F(ServiceAttackTest, GzipBombIsRefusedUninflated) {
