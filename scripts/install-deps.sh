@@ -18,7 +18,11 @@ test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd p
       # grpc-go, the reference's gRPC: service_grpcgo_test calls the service with it
       golang-go golang-google-grpc-dev golang-google-protobuf-dev
       golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev
-      protoc-gen-go protoc-gen-go-grpc)
+      protoc-gen-go protoc-gen-go-grpc
+      # the container image, built and run as root with no registry: deploy/container/
+      # build-image.sh (mmdebstrap makes the Debian base images), tests/container/image_test.sh;
+      # runc because crun refuses cgroup-v1 (hybrid) hosts
+      podman runc mmdebstrap)
 bench=(hyperfine time stress-ng)  # stress-ng: the load part of scripts/reliability.sh
 
 # Debian's kubectl (kubernetes-client, 1.20; its `kubectl kustomize` is kustomize v2.0.3):

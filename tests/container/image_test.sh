@@ -18,7 +18,6 @@
 # files the container reads are given to its uid), like build-image.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$PWD
 t_start=$SECONDS
 
 dir=${1:-${IMAGE_DIR:-build/image}}
