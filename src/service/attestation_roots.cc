@@ -26,7 +26,7 @@ AttestationRoots::AttestationRoots(std::string path, AttestedDocumentOptions opt
     : path_(std::move(path)), options_(std::move(options)) {}
 
 Status AttestationRoots::Build() {
-  stamp_ = StampOf(path_);
+  stamp_ = StampOf(path_);  // tried, loaded or not: a bad file is logged once, not per check
   StatusOr<std::string> pem = ReadFlagFile(kFlag, path_);
   if (!pem.ok()) return pem.status();
   StatusOr<std::vector<ossl::X509Ptr>> parsed = ossl::ParsePemCertificates(*pem);
@@ -81,10 +81,8 @@ AuthenticatorStats AttestationRoots::stats() const {
 }
 
 void AttestationRoots::ReloadIfChanged(Logger* log) {
-  const FileStamp now = StampOf(path_);
-  if (now == stamp_) return;
+  if (StampOf(path_) == stamp_) return;
   if (Status status = Build(); !status.ok()) {
-    stamp_ = now;  // tried: logged once, not at every check, until the file changes again
     reload_ok_.store(false, std::memory_order_relaxed);
     log->Error("attestation roots changed but do not load; still verifying with the previous roots",
                {{"error", status}});
