@@ -25,14 +25,15 @@ ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300 "$@"
 
 if [[ -z ${SKIP_TSAN:-} ]]; then
   # The service is the multi-threaded side (its event loops, the store's watcher, the
-  # cache, the rate limiter and the automatic halt's evaluations): its unit tests, and the integration tests that run it in
-  # process or as a binary, built with -fsanitize=thread. Only those targets are built.
+  # cache, the rate limiter, the automatic halt's evaluations and the logger's stderr flusher):
+  # its unit tests, the logger's, and the integration tests that run it in process or as a
+  # binary, built with -fsanitize=thread. Only those targets are built.
   tsan=${TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=-O1 \
     -DCMAKE_CXX_FLAGS=-O1 -DHOTFIX_TSAN=ON -DHOTFIX_WERROR=ON \
     -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
   tsan_targets=(service_e2e_test service_auto_halt_e2e_test nginx_routing_test proxy_routing_test
-                deploy_config_test)
+                deploy_config_test common_log_test)
   for f in tests/service/*_test.cc; do tsan_targets+=("$(basename "$f" .cc)"); done
   ninja -C "$tsan" -j"$(nproc)" "${tsan_targets[@]}"
   # Reports go to files as well as failing the process: a race in a service binary a test

@@ -545,6 +545,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // The event loops log: a stalled reader of stderr must not stall them (common/log.h).
+  if (hotfix::Status st = log.NeverBlockOnStderr(); !st.ok()) {
+    log.Warn("stderr is written as before: a reader that stops reading will stall the service",
+             {{"error", st}});
+  }
   sigset_t signals = BlockControlSignals();
   auto server = hotfix::service::Server::Start(std::move(config), &log);
   if (!server.ok()) {

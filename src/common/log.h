@@ -1,12 +1,19 @@
 // JSON log lines in the shape of Go's slog JSON handler, which the reference writes and
 // operators grep: {"time":"...","level":"INFO","msg":"...","key":value,...}. Each line goes
-// to the log file (append, 0644) and to stderr.
+// to the log file (append, 0644) and to stderr, written before Log() returns.
+//
+// The service's event loops log, and a reader of stderr that stops reading (a full pipe to a
+// stalled log shipper, a terminal on Ctrl-S) must not stall them: after NeverBlockOnStderr()
+// a line stderr cannot take now is queued, in order, and written by a thread of the logger's
+// own once stderr can take it; past the queue's bound lines are dropped, counted, and said.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -39,7 +46,7 @@ StatusOr<LogLevel> ParseLogLevel(std::string_view text);
 class Logger {
  public:
   // Writes only to stderr until OpenFile() succeeds.
-  Logger() = default;
+  Logger();
   ~Logger();
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
@@ -47,6 +54,18 @@ class Logger {
   // Opens (creating with 0644, appending) the log file; lines then go to both sinks.
   Status OpenFile(const std::string& path);
   void set_stderr(bool on) { to_stderr_ = on; }
+  // From now on writing to stderr never waits when stderr is a pipe, a FIFO, a terminal or a
+  // socket (a regular file takes every line at once: it is written as before). What stderr
+  // cannot take now waits in a queue of at most `max_queued_bytes`, written in order by a
+  // thread that also writes, once the queue has emptied, a WARN line with the count of lines
+  // that did not fit (dropped_lines()). The destructor gives the queue up to `flush_wait`.
+  // Fails (and changes nothing) when stderr cannot be reopened without blocking (no /proc,
+  // or a pipe with no reader). Once only; set_stderr(false) makes it moot.
+  Status NeverBlockOnStderr(size_t max_queued_bytes = kDefaultMaxQueuedBytes,
+                            std::chrono::milliseconds flush_wait = std::chrono::seconds(2));
+  static constexpr size_t kDefaultMaxQueuedBytes = 1 << 20;
+  // Lines stderr never got because its queue was full (lp_log_lines_dropped_total).
+  uint64_t dropped_lines() const { return dropped_lines_.load(std::memory_order_relaxed); }
   // Lines below `level` are dropped (--log-level); INFO by default.
   void set_min_level(LogLevel level) { min_level_.store(level, std::memory_order_relaxed); }
   bool Enabled(LogLevel level) const { return level >= min_level_.load(std::memory_order_relaxed); }
@@ -72,10 +91,20 @@ class Logger {
                                 const std::vector<LogField>& fields);
 
  private:
+  struct StderrQueue;
+  void Emit(std::string_view lines);
+  // Writes what stderr takes now without waiting and queues the rest. Holds mu_.
+  void EmitToStderrQueueLocked(std::string_view lines);
+  // Writes the queue's head without waiting; queues the "dropped" line once it emptied.
+  void WriteQueueLocked();
+  void RunStderrFlusher();
+
   std::mutex mu_;
   int fd_ = -1;
   bool to_stderr_ = true;
   std::atomic<LogLevel> min_level_{LogLevel::kInfo};
+  std::unique_ptr<StderrQueue> stderr_queue_;  // after NeverBlockOnStderr()
+  std::atomic<uint64_t> dropped_lines_{0};
 };
 
 // A logger that discards everything: for tests and library code with nothing to say.

@@ -69,6 +69,10 @@ AuthResult AttestationRoots::Authenticate(std::string_view token) {
   return current()->Authenticate(token);
 }
 
+void AttestationRoots::Admit(const NodeIdentity& identity, const IdentityCacheTicket& ticket) {
+  current()->Admit(identity, ticket);
+}
+
 AuthenticatorStats AttestationRoots::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   AuthenticatorStats s = current_->stats();

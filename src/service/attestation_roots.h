@@ -31,6 +31,9 @@ class AttestationRoots final : public Authenticator {
                                                           AttestedDocumentOptions options);
 
   AuthResult Authenticate(std::string_view token) override;
+  // To the authenticator in use now, which ignores a ticket the roots before a reload issued:
+  // the new roots start with an empty cache.
+  void Admit(const NodeIdentity& identity, const IdentityCacheTicket& ticket) override;
   // Counters across reloads (an identity cache dropped at a reload keeps what it counted);
   // the cache sizes are the current one's.
   AuthenticatorStats stats() const override;

@@ -30,7 +30,8 @@ LivePatchingServiceImpl::LivePatchingServiceImpl(LivePatchingServiceOptions opti
   for (const std::string& s : options_.allowed_subscriptions) allowed_.insert(AsciiLower(s));
 }
 
-bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision* decision) {
+bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision* decision,
+                                           std::optional<IdentityCacheTicket>* remember) {
   AuthResult auth;
   if (input.authorization.size() > 1) {
     // Two credentials are ambiguous: which one is the caller? Refuse rather than pick.
@@ -41,6 +42,7 @@ bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision*
         input.authorization.empty() ? std::string_view() : input.authorization.front());
   }
   if (auth.ok()) {
+    *remember = auth.remember;
     decision->identity = std::move(auth.identity);
     decision->authenticated = true;
     return true;
@@ -204,9 +206,12 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
 
 CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   CallDecision decision;
-  if (!Authenticate(input, &decision) || !Authorize(&decision) || !WithinRate(&decision)) {
+  std::optional<IdentityCacheTicket> remember;
+  if (!Authenticate(input, &decision, &remember) || !Authorize(&decision) ||
+      !WithinRate(&decision)) {
     return decision;
   }
+  if (remember) options_.authenticator->Admit(decision.identity, *remember);
   if (!input.report) {
     if (Lookup(input, &decision)) decision.status = GrpcStatus{};
     return decision;

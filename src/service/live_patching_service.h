@@ -124,7 +124,9 @@ class LivePatchingServiceImpl final : public GrpcHandler {
   void Handle(const GrpcCall& call, GrpcReply* reply) override;
 
  private:
-  bool Authenticate(const CallInput& input, CallDecision* decision);
+  // `remember`: what Authenticator::Admit takes once the call is let in.
+  bool Authenticate(const CallInput& input, CallDecision* decision,
+                    std::optional<IdentityCacheTicket>* remember);
   bool Authorize(CallDecision* decision) const;
   bool WithinRate(CallDecision* decision);
   // The component's config, or a refusal in decision->status.

@@ -244,6 +244,14 @@ class ScrapedCollectable final : public prometheus::Collectable {
       AddValue(&tracked, static_cast<double>(sources_.rate_limiter->tracked_keys()));
       out.push_back(std::move(tracked));
     }
+    if (sources_.log != nullptr) {
+      auto dropped = Family(kMetricLogLinesDropped,
+                            "Log lines stderr never got: its reader fell more than the queue "
+                            "behind (common/log.h)",
+                            MetricType::Counter);
+      AddValue(&dropped, static_cast<double>(sources_.log->dropped_lines()));
+      out.push_back(std::move(dropped));
+    }
     return out;
   }
 

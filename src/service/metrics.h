@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/log.h"
 #include "common/status.h"
 #include "service/auto_halt.h"
 #include "service/auto_halt_controller.h"
@@ -103,6 +104,7 @@ inline constexpr char kMetricSignerCacheHits[] = "lp_signer_cache_hits_total";
 inline constexpr char kMetricRefusalCacheHits[] = "lp_identity_refusal_cache_hits_total";
 inline constexpr char kMetricSignerCacheEntries[] = "lp_signer_cache_entries";
 inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracked_nodes";
+inline constexpr char kMetricLogLinesDropped[] = "lp_log_lines_dropped_total";
 
 // What the metrics read when scraped rather than being told per call. Each is borrowed, may be
 // null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
@@ -115,6 +117,7 @@ struct ScrapedSources {
   const AutoHaltController* auto_halt = nullptr;  // lp_auto_halt_*
   // lp_attestation_roots_expiry_timestamp_seconds, lp_attestation_roots_last_reload_successful
   const AttestationRoots* attestation_roots = nullptr;
+  const Logger* log = nullptr;  // lp_log_lines_dropped_total
 };
 
 class PrometheusMetrics : public Metrics {

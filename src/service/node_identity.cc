@@ -65,10 +65,15 @@ class AttestedDocumentAuthenticator : public Authenticator {
     if (!result.ok() && refusals_) refusals_->Insert(*digest, result, now);
     // Until the document expires, or its signer certificate does if that comes first.
     if (result.ok()) {
-      cache_.Insert(*digest, result.identity, std::min(result.identity.expires_at, cache_until),
-                    now);
+      result.remember =
+          IdentityCacheTicket{this, *digest, std::min(result.identity.expires_at, cache_until)};
     }
     return result;
+  }
+
+  void Admit(const NodeIdentity& identity, const IdentityCacheTicket& ticket) override {
+    if (ticket.issuer != this) return;
+    cache_.Insert(ticket.token_sha256, identity, ticket.until, options_.clock());
   }
 
   AuthenticatorStats stats() const override {

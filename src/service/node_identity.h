@@ -3,6 +3,7 @@
 // is JSON: vmId, subscriptionId, sku, nonce, timeStamp.createdOn/expiresOn, ...).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -35,11 +36,20 @@ enum class IdentityFailure {
 };
 const char* IdentityFailureName(IdentityFailure failure);  // "missing", "malformed", ...
 
+// What Authenticator::Admit needs to remember an identity just verified.
+struct IdentityCacheTicket {
+  const void* issuer = nullptr;  // the authenticator that verified it; any other ignores it
+  std::array<unsigned char, 32> token_sha256{};
+  std::chrono::system_clock::time_point until;  // the document's acceptable life, at most
+};
+
 struct AuthResult {
   bool ok() const { return error.ok(); }
   NodeIdentity identity;  // valid when ok()
   IdentityFailure failure = IdentityFailure::kMissing;
   Status error;  // a message that says what was wrong, never echoing the token
+  // Set when ok() by an authenticator with a cache that did not answer from it.
+  std::optional<IdentityCacheTicket> remember;
 };
 
 // Counters since creation, exported as lp_identity_* and lp_signer_cache_* (docs/SERVICE.md,
@@ -66,6 +76,15 @@ class Authenticator {
   virtual ~Authenticator() = default;
   // Safe to call from any number of threads at once.
   virtual AuthResult Authenticate(std::string_view token) = 0;
+  // The caller let `identity` in (the subscription allow-list and the node's rate limit
+  // passed): an authenticator with a cache keeps it under `ticket` (AuthResult::remember), so
+  // the token's next call costs a hash. Identities turned away after authentication are never
+  // kept: a caller holding valid documents of its own cannot fill the cache with identities
+  // the service refuses, evicting the fleet's.
+  virtual void Admit(const NodeIdentity& identity, const IdentityCacheTicket& ticket) {
+    (void)identity;
+    (void)ticket;
+  }
   virtual AuthenticatorStats stats() const { return {}; }
 };
 

@@ -437,7 +437,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
     if (Status st = impl->prometheus->Listen(
             c.metrics_listen, {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
                                impl->authenticator.get(), impl->limiter.get(),
-                               impl->auto_halt.get(), impl->attestation_roots});
+                               impl->auto_halt.get(), impl->attestation_roots, log});
         !st.ok()) {
       return st.Annotate("--metrics-listen");
     }

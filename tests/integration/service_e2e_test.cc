@@ -6,7 +6,11 @@
 //                                                       |-- components dir (inotify)
 //                                                       |-- :metrics (Prometheus text)
 //                                                       `-- :health (plaintext gRPC health)
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +19,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/unique_fd.h"
 #include "haproxy.h"
 #include "service/component_store.h"
 #include "service/grpc_server.h"
@@ -321,6 +326,120 @@ TEST_F(ServiceE2eTest, MetricsReadTheIdentityCachesAndTheRateLimiter) {
   EXPECT_EQ(MetricValue(text, "lp_signer_cache_hits_total"), 1.0);
   EXPECT_EQ(MetricValue(text, "lp_signer_cache_entries"), 1.0);
   EXPECT_EQ(MetricValue(text, "lp_rate_limiter_tracked_nodes"), 2.0);
+}
+
+// stderr is a FIFO the test reads until the service serves and then stops reading, as a stalled
+// log shipper would. Calls and health go on (before NeverBlockOnStderr, the 64 KiB pipe filled
+// after about a hundred access-log lines and every connection stopped); what did not fit is
+// counted, and said once the reader reads again.
+TEST_F(ServiceE2eTest, AStderrReaderThatStopsStallsNoCall) {
+  const std::filesystem::path fifo = files_.dir().File("stderr.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  UniqueFd reader(open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  ASSERT_GE(reader.get(), 0);
+  ASSERT_GT(fcntl(reader.get(), F_SETPIPE_SZ, 4096), 0);
+  auto read_until = [&](const std::string& wanted) {
+    std::string text;
+    char buf[65536];
+    auto until = std::chrono::steady_clock::now() + kGenerous;
+    while (text.find(wanted) == std::string::npos && std::chrono::steady_clock::now() < until) {
+      pollfd p{reader.get(), POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = read(reader.get(), buf, sizeof buf);
+      if (n > 0) text.append(buf, static_cast<size_t>(n));
+    }
+    // ...and the rest of the line it is in.
+    while (!text.empty() && text.back() != '\n' && std::chrono::steady_clock::now() < until) {
+      pollfd p{reader.get(), POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = read(reader.get(), buf, sizeof buf);
+      if (n > 0) text.append(buf, static_cast<size_t>(n));
+    }
+    return text;
+  };
+  SpawnOptions spawn;
+  spawn.argv = files_.Args(kMetricsFlags);
+  spawn.stderr_path = fifo;
+  Subprocess lps(std::move(spawn));
+  Json serving;
+  for (const Json& l :
+       JsonLines(read_until("live-patching-service serving"), NonJsonLines::kSkip)) {
+    if (l.value("msg", "") == "live-patching-service serving") serving = l;
+  }
+  ASSERT_TRUE(serving.is_object()) << "the service did not start";
+  const uint16_t port = serving.value("port", 0);
+  const uint16_t health_port = serving.value("health_port", 0);
+  const uint16_t metrics_port = serving.value("metrics_port", 0);
+
+  // Nobody reads from here on. 2,500 access-log lines (about 1.2 MB) overflow the 4 KiB pipe
+  // and the 1 MiB queue behind it.
+  grpc::SslCredentialsOptions tls;
+  tls.pem_root_certs = files_.tls_ca().cert_pem();
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride(kLpsServerName);
+  auto channel = grpc::CreateCustomChannel(LoopbackAddress(port), grpc::SslCredentials(tls), args);
+  auto health =
+      grpc::CreateChannel(LoopbackAddress(health_port), grpc::InsecureChannelCredentials());
+  const std::string token = files_.Token();
+  constexpr int kCalls = 2500;
+  int ok = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    if (CallGetComponentConfig(channel, kAksNodeControllerComponent, token).status.ok()) ++ok;
+    if (i % 500 == 499) {
+      EXPECT_EQ(HealthCheck(health, ""), 1) << "after " << i + 1 << " calls";
+    }
+  }
+  EXPECT_EQ(ok, kCalls);
+  std::optional<double> dropped =
+      MetricValue(HttpGet(metrics_port, "/metrics"), "lp_log_lines_dropped_total");
+  ASSERT_TRUE(dropped.has_value());
+  EXPECT_GT(*dropped, 0);
+  EXPECT_LT(*dropped, kCalls);
+
+  // The reader is back: the queue comes out, then the count of what never did.
+  std::string rest = read_until("log lines dropped");
+  int access_lines = 0;
+  std::optional<double> said;
+  for (const Json& l : JsonLines(rest, NonJsonLines::kSkip)) {
+    if (l.value("msg", "") == "GetComponentConfig") ++access_lines;
+    if (l.value("msg", "") == "log lines dropped: stderr was not being read") {
+      said = l.value("dropped", -1.0);
+    }
+  }
+  EXPECT_EQ(said, dropped);
+  EXPECT_EQ(access_lines + static_cast<int>(*dropped), kCalls);
+  EXPECT_TRUE(lps.Stop().success());
+}
+
+// Only identities the service lets in are kept: a valid document from a subscription off the
+// allow-list, or from a node past its rate, is verified and turned away, and never cached (a
+// caller with documents of its own cannot evict the fleet's from the cache).
+TEST_F(ServiceE2eTest, OnlyIdentitiesLetInAreCached) {
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(), {"--allowed-subscriptions", kDefaultSubscription,
+                             "--rate-limit-per-node", "0.001/s"});  // one call per node
+  Start(flags);
+  AttestedDocumentFields foreign;
+  foreign.subscription_id = "99999999-8888-4777-8666-555555555555";
+  const std::string foreign_token = files_.Token(foreign);
+  EXPECT_EQ(Call(kAksNodeControllerComponent, foreign_token).code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Call(kAksNodeControllerComponent, foreign_token).code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  AttestedDocumentFields earlier;  // the same node's document of a minute ago
+  earlier.created_on -= std::chrono::minutes(1);
+  const std::string token = files_.Token();
+  ASSERT_TRUE(Call(kAksNodeControllerComponent, token).status.ok());
+  EXPECT_EQ(Call(kAksNodeControllerComponent, files_.Token(earlier)).code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  std::string text = Metrics();
+  EXPECT_EQ(MetricValue(text, "lp_identity_verifications_total"), 4.0) << text;
+  EXPECT_EQ(MetricValue(text, "lp_identity_cache_entries"), 1.0);  // the node let in
+  EXPECT_EQ(MetricValue(text, "lp_identity_cache_hits_total"), 0.0);
+  // The admitted document is answered from the cache (and then rate-limited).
+  EXPECT_EQ(Call(kAksNodeControllerComponent, token).code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_identity_cache_hits_total"), 1.0);
 }
 
 // ---- The store: reload, invalid files, ConfigMap volumes ------------------------------------

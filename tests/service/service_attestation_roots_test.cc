@@ -17,6 +17,13 @@ using testsupport::IssueImdsSigner;
 using testsupport::TempDir;
 using testsupport::TestCa;
 
+// As the service calls it for a call it lets in: the identity is admitted (cached).
+AuthResult AuthenticateAndAdmit(Authenticator& auth, std::string_view token) {
+  AuthResult result = auth.Authenticate(token);
+  if (result.ok() && result.remember) auth.Admit(result.identity, *result.remember);
+  return result;
+}
+
 class AttestationRootsTest : public testing::Test {
  protected:
   AttestationRootsTest() { Replace(old_root_.cert_pem()); }
@@ -70,17 +77,17 @@ TEST_F(AttestationRootsTest, AFileWithoutCertificatesIsRefusedAtStart) {
 TEST_F(AttestationRootsTest, ChangedRootsVerifyFromTheNextCheck) {
   auto roots = Load();
   ASSERT_NE(roots, nullptr);
-  EXPECT_TRUE(roots->Authenticate(Token(old_signer_)).ok());
-  EXPECT_FALSE(roots->Authenticate(Token(new_signer_)).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*roots, Token(old_signer_)).ok());
+  EXPECT_FALSE(AuthenticateAndAdmit(*roots, Token(new_signer_)).ok());
   const int64_t old_expiry = roots->not_after();
   EXPECT_GT(old_expiry, 0);
 
   Replace(new_root_.cert_pem());
-  EXPECT_FALSE(roots->Authenticate(Token(new_signer_)).ok()) << "reloaded before a check";
+  EXPECT_FALSE(AuthenticateAndAdmit(*roots, Token(new_signer_)).ok()) << "reloaded before a check";
   roots->ReloadIfChanged(&log_.logger());
-  EXPECT_TRUE(roots->Authenticate(Token(new_signer_)).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*roots, Token(new_signer_)).ok());
   // The old roots are gone, cached verdicts included.
-  EXPECT_FALSE(roots->Authenticate(Token(old_signer_)).ok());
+  EXPECT_FALSE(AuthenticateAndAdmit(*roots, Token(old_signer_)).ok());
   EXPECT_TRUE(roots->last_reload_successful());
   EXPECT_EQ(Logged("attestation roots reloaded"), 1) << LogText();
 }
@@ -89,13 +96,13 @@ TEST_F(AttestationRootsTest, ABadFileKeepsTheOldRootsAndSaysSo) {
   auto roots = Load();
   ASSERT_NE(roots, nullptr);
   const std::string token = Token(old_signer_);
-  ASSERT_TRUE(roots->Authenticate(token).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*roots, token).ok());
   const AuthenticatorStats before = roots->stats();
 
   Replace("-----BEGIN CERTIFICATE-----\nhalf written");
   roots->ReloadIfChanged(&log_.logger());
   EXPECT_FALSE(roots->last_reload_successful());
-  EXPECT_TRUE(roots->Authenticate(token).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*roots, token).ok());
   const std::string kept =
       "attestation roots changed but do not load; still verifying with the previous roots";
   EXPECT_EQ(Logged(kept), 1) << LogText();
@@ -108,7 +115,7 @@ TEST_F(AttestationRootsTest, ABadFileKeepsTheOldRootsAndSaysSo) {
   roots->ReloadIfChanged(&log_.logger());
   EXPECT_TRUE(roots->last_reload_successful());
   EXPECT_EQ(roots->certificates(), 2u);
-  EXPECT_TRUE(roots->Authenticate(Token(new_signer_)).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*roots, Token(new_signer_)).ok());
   const AuthenticatorStats after = roots->stats();
   EXPECT_GE(after.verifications + after.cache_hits, before.verifications + before.cache_hits + 2);
 }

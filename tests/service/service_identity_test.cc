@@ -57,6 +57,14 @@ std::string PkcsToToken(PKCS7* p7) {
   return Reencode(ossl::BioToString(der.get()));
 }
 
+// As the service calls it when it lets the call in (allow-list and rate limit passed): the
+// identity is admitted, and so kept in the cache.
+AuthResult AuthenticateAndAdmit(Authenticator& auth, std::string_view token) {
+  AuthResult result = auth.Authenticate(token);
+  if (result.ok() && result.remember) auth.Admit(result.identity, *result.remember);
+  return result;
+}
+
 class IdentityTest : public testing::Test {
  protected:
   IdentityTest() { auth_ = Make(Options()); }
@@ -98,7 +106,7 @@ class IdentityTest : public testing::Test {
   // Refused for `failure`, with a message that does not echo the token, and no OpenSSL error
   // left queued for the next user of this thread.
   AuthResult ExpectRefused(const std::string& token, IdentityFailure failure) {
-    AuthResult result = auth_->Authenticate(token);
+    AuthResult result = AuthenticateAndAdmit(*auth_, token);
     EXPECT_FALSE(result.ok());
     EXPECT_EQ(IdentityFailureName(result.failure), std::string(IdentityFailureName(failure)))
         << result.error.ToString();
@@ -127,7 +135,7 @@ TEST(IdentityFailureNameTest, NamesEveryReason) {
 
 TEST_F(IdentityTest, ValidDocumentGivesItsIdentity) {
   AttestedDocumentFields fields = Fields("02aab8a4-74ef-476e-8182-f6d2ba4166a6");
-  AuthResult result = auth_->Authenticate(Sign(fields));
+  AuthResult result = AuthenticateAndAdmit(*auth_, Sign(fields));
   ASSERT_TRUE(result.ok()) << result.error.ToString();
   EXPECT_EQ(result.identity.vm_id, "02aab8a4-74ef-476e-8182-f6d2ba4166a6");
   EXPECT_EQ(result.identity.subscription_id, "sub-1");
@@ -142,8 +150,8 @@ TEST_F(IdentityTest, ValidDocumentGivesItsIdentity) {
 
 TEST_F(IdentityTest, SecondCallIsACacheHit) {
   std::string token = Sign(Fields());
-  AuthResult first = auth_->Authenticate(token);
-  AuthResult second = auth_->Authenticate(token);
+  AuthResult first = AuthenticateAndAdmit(*auth_, token);
+  AuthResult second = AuthenticateAndAdmit(*auth_, token);
   ASSERT_TRUE(first.ok()) << first.error.ToString();
   ASSERT_TRUE(second.ok()) << second.error.ToString();
   EXPECT_EQ(second.identity.vm_id, first.identity.vm_id);
@@ -154,9 +162,37 @@ TEST_F(IdentityTest, SecondCallIsACacheHit) {
   EXPECT_EQ(stats.cache_hits, 1u);
 }
 
+// The service turned it away after authentication (allow-list, rate limit): never kept.
+TEST_F(IdentityTest, AnIdentityNotAdmittedIsNotKept) {
+  std::string token = Sign(Fields());
+  AuthResult first = auth_->Authenticate(token);
+  ASSERT_TRUE(first.ok()) << first.error.ToString();
+  ASSERT_TRUE(first.remember.has_value());
+  EXPECT_EQ(auth_->stats().cache_entries, 0u);
+  AuthResult second = auth_->Authenticate(token);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(auth_->stats().verifications, 2u);  // verified in full again
+  EXPECT_EQ(auth_->stats().cache_hits, 0u);
+  auth_->Admit(second.identity, *second.remember);
+  EXPECT_EQ(auth_->stats().cache_entries, 1u);
+  AuthResult third = auth_->Authenticate(token);
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(third.remember.has_value());  // answered from the cache
+  EXPECT_EQ(auth_->stats().cache_hits, 1u);
+}
+
+// A ticket is its own authenticator's: another (the roots before a reload) ignores it.
+TEST_F(IdentityTest, AnotherAuthenticatorsTicketIsIgnored) {
+  std::unique_ptr<Authenticator> other = Make(Options());
+  AuthResult result = other->Authenticate(Sign(Fields()));
+  ASSERT_TRUE(result.ok() && result.remember);
+  auth_->Admit(result.identity, *result.remember);
+  EXPECT_EQ(auth_->stats().cache_entries, 0u);
+}
+
 TEST_F(IdentityTest, CachedDocumentExpiresWithoutAnotherVerification) {
   std::string token = Sign(Fields());
-  ASSERT_TRUE(auth_->Authenticate(token).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, token).ok());
   now_ = now_.load() + hours(6) + seconds(1);
   ExpectRefused(token, IdentityFailure::kExpired);
   EXPECT_EQ(auth_->stats().verifications, 1u);
@@ -184,7 +220,7 @@ TEST_F(IdentityTest, CreatedMoreThanFiveMinutesAheadIsRefused) {
   AttestedDocumentFields skewed = Fields();  // a node clock a little ahead is tolerated
   skewed.created_on = now_.load() + minutes(4);
   skewed.expires_on = skewed.created_on + hours(6);
-  EXPECT_TRUE(auth_->Authenticate(Sign(skewed)).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(skewed)).ok());
 }
 
 TEST_F(IdentityTest, ForeignCaIsUntrusted) {
@@ -225,7 +261,7 @@ TEST_F(IdentityTest, CommonNameCountsOnlyWithoutDnsNames) {
   cn_only.common_name = "metadata.azure.com";
   cn_only.usage = KeyUsage::kNone;
   signer_ = root_.IssueLeaf(cn_only);
-  EXPECT_TRUE(auth_->Authenticate(Sign(Fields())).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields())).ok());
 
   LeafOptions other_san = cn_only;
   other_san.dns_names = {"other.example"};
@@ -241,7 +277,7 @@ TEST_F(IdentityTest, AnyExtendedKeyUsageIsAccepted) {
     leaf.dns_names = {"metadata.azure.com"};
     leaf.usage = usage;
     signer_ = root_.IssueLeaf(leaf);
-    AuthResult result = auth_->Authenticate(Sign(Fields()));
+    AuthResult result = AuthenticateAndAdmit(*auth_, Sign(Fields()));
     EXPECT_TRUE(result.ok()) << static_cast<int>(usage) << ": " << result.error.ToString();
   }
 }
@@ -251,7 +287,7 @@ TEST_F(IdentityTest, LeadingDotAcceptsSubdomains) {
   options.signer_name = ".metadata.azure.com";
   auth_ = Make(options);
   signer_ = IssueImdsSigner(root_, "eastus.metadata.azure.com");
-  EXPECT_TRUE(auth_->Authenticate(Sign(Fields())).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields())).ok());
   signer_ = IssueImdsSigner(root_, "metadata.azure.com.evil.example");
   ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner);
 }
@@ -267,7 +303,7 @@ TEST_F(IdentityTest, IntermediateComesFromTheTrustBundle) {
   AttestedDocumentOptions options = Options();
   options.trust_roots_pem = root_.cert_pem() + intermediate.cert_pem();
   auth_ = Make(options);
-  EXPECT_TRUE(auth_->Authenticate(token).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, token).ok());
 }
 
 TEST_F(IdentityTest, OptionsWithoutRootsOrNameAreRefused) {
@@ -313,7 +349,7 @@ TEST_F(IdentityTest, TruncatedOrPaddedDerIsMalformed) {
 // algorithm, which the strict-form check must accept as fitting an RSA key.
 TEST_F(IdentityTest, RsaSignerAsImdsUsesIsAccepted) {
   signer_ = IssueImdsSigner(root_, "metadata.azure.com", testsupport::KeyType::kRsa2048);
-  AuthResult result = auth_->Authenticate(Sign(Fields()));
+  AuthResult result = AuthenticateAndAdmit(*auth_, Sign(Fields()));
   EXPECT_TRUE(result.ok()) << result.error.ToString();
 }
 
@@ -326,7 +362,7 @@ class EnvelopeVariantTest : public IdentityTest, public testing::WithParamInterf
  protected:
   EnvelopeVariantTest() {
     if (GetParam()) {
-      EXPECT_TRUE(auth_->Authenticate(Sign(Fields("vm-warm"))).ok());
+      EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-warm"))).ok());
       EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
     }
   }
@@ -350,7 +386,7 @@ class EnvelopeVariantTest : public IdentityTest, public testing::WithParamInterf
 };
 
 TEST_P(EnvelopeVariantTest, TheUnchangedDocumentStillVerifies) {
-  AuthResult result = auth_->Authenticate(Variant([](PKCS7*) {}));
+  AuthResult result = AuthenticateAndAdmit(*auth_, Variant([](PKCS7*) {}));
   EXPECT_TRUE(result.ok()) << result.error.ToString();
 }
 
@@ -509,7 +545,7 @@ TEST_F(IdentityTest, MissingOrMisshapenTimesAreBadContent) {
 TEST_F(IdentityTest, SkuIsOptional) {
   nlohmann::json no_sku = Doc();
   no_sku.erase("sku");
-  AuthResult result = auth_->Authenticate(SignJson(no_sku));
+  AuthResult result = AuthenticateAndAdmit(*auth_, SignJson(no_sku));
   ASSERT_TRUE(result.ok()) << result.error.ToString();
   EXPECT_EQ(result.identity.sku, "");
 }
@@ -549,7 +585,7 @@ TEST_F(IdentityTest, TheRefusalCacheIsBoundedAndNeverRefusesAGoodToken) {
     ExpectRefused("not-base64-" + std::to_string(i) + "!", IdentityFailure::kMalformed);
   }
   EXPECT_EQ(auth_->stats().verifications, 100u);
-  EXPECT_TRUE(auth_->Authenticate(Sign(Fields("vm-good"))).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-good"))).ok());
 }
 
 TEST_F(IdentityTest, FullCacheEvictsTheOldest) {
@@ -557,13 +593,14 @@ TEST_F(IdentityTest, FullCacheEvictsTheOldest) {
   options.cache_entries = 2;
   auth_ = Make(options);
   std::string a = Sign(Fields("vm-a")), b = Sign(Fields("vm-b")), c = Sign(Fields("vm-c"));
-  for (const std::string* token : {&a, &b, &c}) ASSERT_TRUE(auth_->Authenticate(*token).ok());
+  for (const std::string* token : {&a, &b, &c})
+    ASSERT_TRUE(AuthenticateAndAdmit(*auth_, *token).ok());
   EXPECT_EQ(auth_->stats().cache_entries, 2u);
   EXPECT_EQ(auth_->stats().cache_evictions, 1u);
-  EXPECT_TRUE(auth_->Authenticate(c).ok());  // kept
-  EXPECT_TRUE(auth_->Authenticate(b).ok());  // kept
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, c).ok());  // kept
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, b).ok());  // kept
   EXPECT_EQ(auth_->stats().verifications, 3u);
-  EXPECT_TRUE(auth_->Authenticate(a).ok());  // was evicted: verified again
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, a).ok());  // was evicted: verified again
   EXPECT_EQ(auth_->stats().verifications, 4u);
 }
 
@@ -576,13 +613,13 @@ TEST_F(IdentityTest, FullCacheEvictsExpiredBeforeOldest) {
   AttestedDocumentFields short_fields = Fields("vm-short");
   short_fields.expires_on = now_.load() + minutes(30);
   std::string short_lived = Sign(short_fields);
-  ASSERT_TRUE(auth_->Authenticate(long_lived).ok());
-  ASSERT_TRUE(auth_->Authenticate(short_lived).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, long_lived).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, short_lived).ok());
 
   now_ = now_.load() + hours(1);
-  ASSERT_TRUE(auth_->Authenticate(Sign(Fields("vm-new"))).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-new"))).ok());
   EXPECT_EQ(auth_->stats().verifications, 3u);
-  EXPECT_TRUE(auth_->Authenticate(long_lived).ok());  // the older entry stayed
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, long_lived).ok());  // the older entry stayed
   EXPECT_EQ(auth_->stats().verifications, 3u);
   ExpectRefused(short_lived, IdentityFailure::kExpired);  // gone, so verified again
   EXPECT_EQ(auth_->stats().verifications, 4u);
@@ -601,14 +638,14 @@ TEST_F(IdentityTest, ADocumentOlderThanTheMaxTokenAgeIsRefused) {
   AttestedDocumentOptions options = Options();
   options.max_token_age = seconds(0);
   auth_ = Make(options);
-  EXPECT_TRUE(auth_->Authenticate(old_token).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, old_token).ok());
 }
 
 TEST_F(IdentityTest, ACachedDocumentIsRefusedOnceItIsTooOld) {
   const std::string token = Sign(Fields("vm-aging"));
-  ASSERT_TRUE(auth_->Authenticate(token).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, token).ok());
   now_ = now_.load() + minutes(9);
-  EXPECT_TRUE(auth_->Authenticate(token).ok());
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, token).ok());
   EXPECT_EQ(auth_->stats().verifications, 1u);  // from the cache
   now_ = now_.load() + minutes(2);
   ExpectRefused(token, IdentityFailure::kExpired);
@@ -624,7 +661,7 @@ TEST_F(IdentityTest, ConcurrentCallersAgree) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kCalls; ++i) {
         size_t which = static_cast<size_t>(t + i) % tokens.size();
-        AuthResult result = auth_->Authenticate(tokens[which]);
+        AuthResult result = AuthenticateAndAdmit(*auth_, tokens[which]);
         if (!result.ok() || result.identity.vm_id != "vm-" + std::to_string(which)) ++wrong;
       }
     });
@@ -647,7 +684,7 @@ class SignerCacheTest : public IdentityTest {
     AttestedDocumentOptions full = Options();
     full.signer_cache_entries = 0;
     reference_ = Make(full);
-    EXPECT_TRUE(auth_->Authenticate(Sign(Fields("vm-warm"))).ok());
+    EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-warm"))).ok());
     EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
     EXPECT_EQ(auth_->stats().signer_cache_hits, 0u);
   }
@@ -682,7 +719,7 @@ class SignerCacheTest : public IdentityTest {
 TEST_F(SignerCacheTest, DistinctDocumentsFromOneSignerSkipTheCertificate) {
   for (const char* vm : {"vm-a", "vm-b", "vm-c"}) {
     AttestedDocumentFields fields = Fields(vm);
-    AuthResult result = auth_->Authenticate(Sign(fields));
+    AuthResult result = AuthenticateAndAdmit(*auth_, Sign(fields));
     ASSERT_TRUE(result.ok()) << result.error.ToString();
     EXPECT_EQ(result.identity.vm_id, vm);
     EXPECT_EQ(result.identity.subscription_id, "sub-1");
@@ -696,16 +733,16 @@ TEST_F(SignerCacheTest, DistinctDocumentsFromOneSignerSkipTheCertificate) {
   EXPECT_EQ(stats.cache_entries, 4u);
   // The same document again is the identity cache's, before any signer work.
   std::string token = Sign(Fields("vm-d"));
-  ASSERT_TRUE(auth_->Authenticate(token).ok());
-  ASSERT_TRUE(auth_->Authenticate(token).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, token).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, token).ok());
   EXPECT_EQ(auth_->stats().signer_cache_hits, 4u);
   EXPECT_EQ(auth_->stats().cache_hits, 1u);
 }
 
 TEST_F(SignerCacheTest, RsaSignerIsCachedToo) {
   signer_ = IssueImdsSigner(root_, "metadata.azure.com", testsupport::KeyType::kRsa2048);
-  ASSERT_TRUE(auth_->Authenticate(Sign(Fields("vm-1"))).ok());
-  AuthResult second = auth_->Authenticate(Sign(Fields("vm-2")));
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-1"))).ok());
+  AuthResult second = AuthenticateAndAdmit(*auth_, Sign(Fields("vm-2")));
   ASSERT_TRUE(second.ok()) << second.error.ToString();
   EXPECT_EQ(second.identity.vm_id, "vm-2");
   EXPECT_EQ(auth_->stats().signer_cache_hits, 1u);
@@ -846,7 +883,7 @@ TEST_F(SignerCacheTest, SecondCertificateGoesToTheFullCheck) {
   std::string token = PkcsToToken(p7.get());
   AuthResult full = reference_->Authenticate(token);
   uint64_t hits = auth_->stats().signer_cache_hits;
-  AuthResult warm = auth_->Authenticate(token);
+  AuthResult warm = AuthenticateAndAdmit(*auth_, token);
   EXPECT_EQ(warm.ok(), full.ok()) << full.error.ToString() << " / " << warm.error.ToString();
   EXPECT_EQ(warm.failure, full.failure);
   EXPECT_EQ(warm.error.ToString(), full.error.ToString());
@@ -870,12 +907,12 @@ TEST_F(SignerCacheTest, SignerPastItsValidityGoesBackToTheFullCheck) {
   leaf.not_after = seconds(4);
   const auto issued = std::chrono::system_clock::now();
   signer_ = root_.IssueLeaf(leaf);
-  ASSERT_TRUE(auth_->Authenticate(Sign(Fields("vm-1"))).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-1"))).ok());
   EXPECT_EQ(auth_->stats().signer_cache_entries, 2u);
   std::string later = Sign(Fields("vm-2"));
   std::this_thread::sleep_until(issued + seconds(5));
   ExpectRefusedAsByTheFullCheck(later, IdentityFailure::kUntrustedSigner, false);
-  EXPECT_THAT(auth_->Authenticate(Sign(Fields("vm-3"))).error.message(),
+  EXPECT_THAT(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-3"))).error.message(),
               HasSubstr("certificate has expired"));
   EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);  // dropped; the warm one stays
 }
@@ -888,15 +925,15 @@ TEST_F(SignerCacheTest, BoundedLeastRecentlyUsedFirst) {
   auto sign_with = [this](const CertAndKey& who, const std::string& vm) {
     return testsupport::SignAttestedContent(testsupport::AttestedDocumentJson(Fields(vm)), who);
   };
-  ASSERT_TRUE(auth_->Authenticate(sign_with(a, "a1")).ok());
-  ASSERT_TRUE(auth_->Authenticate(sign_with(b, "b1")).ok());
-  ASSERT_TRUE(auth_->Authenticate(sign_with(a, "a2")).ok());  // a is now the most recent
-  ASSERT_TRUE(auth_->Authenticate(sign_with(c, "c1")).ok());  // b goes
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, sign_with(a, "a1")).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, sign_with(b, "b1")).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, sign_with(a, "a2")).ok());  // a is now the most recent
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, sign_with(c, "c1")).ok());  // b goes
   EXPECT_EQ(auth_->stats().signer_cache_entries, 2u);
   EXPECT_EQ(auth_->stats().signer_cache_hits, 1u);
-  ASSERT_TRUE(auth_->Authenticate(sign_with(a, "a3")).ok());
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, sign_with(a, "a3")).ok());
   EXPECT_EQ(auth_->stats().signer_cache_hits, 2u);
-  ASSERT_TRUE(auth_->Authenticate(sign_with(b, "b2")).ok());  // verified in full again
+  ASSERT_TRUE(AuthenticateAndAdmit(*auth_, sign_with(b, "b2")).ok());  // verified in full again
   EXPECT_EQ(auth_->stats().signer_cache_hits, 2u);
 }
 
@@ -913,7 +950,7 @@ TEST_F(SignerCacheTest, ConcurrentDistinctDocumentsAgree) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kCalls; ++i) {
-        AuthResult result = auth_->Authenticate(tokens[t][i]);
+        AuthResult result = AuthenticateAndAdmit(*auth_, tokens[t][i]);
         if (!result.ok() ||
             result.identity.vm_id != "vm-" + std::to_string(t) + "-" + std::to_string(i)) {
           ++wrong;
@@ -962,7 +999,7 @@ TEST_F(SignerCacheTest, CpuPerDocument) {
   };
   auto run = [&](Authenticator& auth, int from) {
     double start = cpu_now();
-    for (int i = from; i < from + n; ++i) EXPECT_TRUE(auth.Authenticate(tokens[i]).ok());
+    for (int i = from; i < from + n; ++i) EXPECT_TRUE(AuthenticateAndAdmit(auth, tokens[i]).ok());
     return (cpu_now() - start) / n;
   };
   double cold = run(*reference_, 0);
