@@ -132,7 +132,7 @@ stack_idle_rss() {
 
 # stack_imds_pki DIR ec|rsa: the signer of the benches' attested documents (bench/mint_tokens.c)
 # and the root the services trust: DIR/signer.{pem,key} (a leaf for metadata.azure.com, CN +
-# DNS SAN, no EKU, as tests/support/imds_standin.cc's IssueImdsSigner) and DIR/roots.pem, the
+# DNS SAN, EKU serverAuth+clientAuth, as tests/support/imds_standin.cc's IssueImdsSigner) and DIR/roots.pem, the
 # services' --attestation-roots. ec: an ECDSA P-256 signer under an ECDSA root, as the IMDS
 # stand-in makes; rsa: an RSA-2048 signer under an RSA-2048 intermediate and root, as Azure's
 # IMDS (roots.pem then holds root + intermediate, as src/service/node_identity.h says).
@@ -159,7 +159,7 @@ stack_imds_pki() {
     -keyout "$dir/signer.key" -out "$dir/signer.csr" 2>/dev/null &&
     openssl x509 -req -in "$dir/signer.csr" -CA "$dir/$issuer.pem" -CAkey "$dir/$issuer.key" \
       -CAcreateserial -days 2 -out "$dir/signer.pem" 2>/dev/null \
-      -extfile <(printf 'subjectAltName=DNS:metadata.azure.com\nbasicConstraints=CA:FALSE\n') ||
+      -extfile <(printf 'subjectAltName=DNS:metadata.azure.com\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n') ||
     die "openssl: no signer"
   openssl verify -CAfile "$dir/roots.pem" "$dir/signer.pem" >/dev/null ||
     die "the signer does not chain to $dir/roots.pem"

@@ -352,6 +352,9 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->required();
   auto* roots = app.add_option("--attestation-roots", c.attestation_roots_path,
                                "PEM bundle the IMDS attested-document signer must chain to");
+  auto* issuers = app.add_option("--attestation-issuers", c.attestation_issuers_path,
+                                 "instead of --attestation-roots: PEM bundle of the CAs that "
+                                 "issue IMDS's signer, trusted as they are (partial chain)");
   app.add_option("--attestation-signer-name", c.attestation_signer_name,
                  "DNS name the signer certificate must carry")
       ->capture_default_str();
@@ -359,6 +362,14 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "refuse attested documents created longer ago than this (0: no limit; up to 6h, "
                  "their lifetime): a node fetches its document just before its call")
       ->capture_default_str();
+  app.add_option("--allowed-authorities", c.allowed_authorities,
+                 "comma-separated patterns the :authority host must match, `*` any run of "
+                 "characters, e.g. *.hcp.eastus.azmk8s.io (default: any)")
+      ->delimiter(',')
+      ->check([](const std::string& pattern) -> std::string {
+        if (pattern.empty() || pattern.size() > 253) return "a pattern is 1 to 253 characters";
+        return "";
+      });
   app.add_option("--allowed-subscriptions", c.allowed_subscriptions,
                  "comma-separated subscription IDs allowed to call (default: any)")
       ->delimiter(',');
@@ -373,6 +384,10 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--health-listen", c.health_listen,
                  "ADDR:PORT for plaintext gRPC health only (kubelet's grpc probe cannot do TLS)");
+  app.add_flag("--proxy-protocol", c.proxy_protocol,
+               "every connection to --listen starts with a PROXY protocol v2 header (HAProxy "
+               "send-proxy-v2, nginx proxy_protocol, Envoy's proxy_protocol transport socket): "
+               "its source is the peer; a connection without one is refused");
   auto* insecure = app.add_flag("--insecure-accept-any-token", c.insecure_accept_any_token,
                                 "DEVELOPMENT ONLY: accept any non-empty authorization unverified");
   app.add_option("--refresh-interval", f.refresh_interval,
@@ -416,6 +431,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   // Identity must be verified unless the operator explicitly asked for the insecure mode.
   roots->excludes(insecure);
   insecure->excludes(roots);
+  issuers->excludes(insecure);
+  insecure->excludes(issuers);
+  issuers->excludes(roots);
+  roots->excludes(issuers);
 }
 
 // A duration flag within [least, most].
@@ -525,10 +544,12 @@ int main(int argc, char** argv) {
   auto& config = flags.config;
   config.version = HOTFIX_SERVICE_VERSION;
   config.revision = HOTFIX_GIT_REVISION;
-  if (!config.insecure_accept_any_token && config.attestation_roots_path.empty()) {
-    log.Error("refusing to start", {{"error",
-                                     "--attestation-roots is required (or, for development only, "
-                                     "--insecure-accept-any-token)"}});
+  if (!config.insecure_accept_any_token && config.attestation_roots_path.empty() &&
+      config.attestation_issuers_path.empty()) {
+    log.Error("refusing to start",
+              {{"error",
+                "--attestation-roots or --attestation-issuers is required (or, for development "
+                "only, --insecure-accept-any-token)"}});
     return 2;
   }
   if (!flags.rate_limit.empty()) {

@@ -8,11 +8,7 @@
 #include "service/tls_server_context.h"
 
 namespace hotfix::service {
-namespace {
-
-constexpr char kFlag[] = "--attestation-roots";
-
-}  // namespace
+namespace {}  // namespace
 
 StatusOr<std::unique_ptr<AttestationRoots>> AttestationRoots::Load(
     std::string path, AttestedDocumentOptions options) {
@@ -26,11 +22,13 @@ AttestationRoots::AttestationRoots(std::string path, AttestedDocumentOptions opt
     : path_(std::move(path)), options_(std::move(options)) {}
 
 Status AttestationRoots::Build() {
+  const std::string flag =
+      options_.anchors_are_issuers ? "--attestation-issuers" : "--attestation-roots";
   stamp_ = StampOf(path_);  // tried, loaded or not: a bad file is logged once, not per check
-  StatusOr<std::string> pem = ReadFlagFile(kFlag, path_);
+  StatusOr<std::string> pem = ReadFlagFile(flag.c_str(), path_);
   if (!pem.ok()) return pem.status();
   StatusOr<std::vector<ossl::X509Ptr>> parsed = ossl::ParsePemCertificates(*pem);
-  if (!parsed.ok()) return parsed.status().Annotate(std::string(kFlag) + " " + path_);
+  if (!parsed.ok()) return parsed.status().Annotate(flag + " " + path_);
   int64_t earliest = 0;
   for (const ossl::X509Ptr& cert : *parsed) {
     struct tm expiry {};
@@ -41,7 +39,7 @@ Status AttestationRoots::Build() {
   AttestedDocumentOptions options = options_;
   options.trust_roots_pem = std::move(*pem);
   auto auth = NewAttestedDocumentAuthenticator(std::move(options));
-  if (!auth.ok()) return auth.status().Annotate(std::string(kFlag) + " " + path_);
+  if (!auth.ok()) return auth.status().Annotate(flag + " " + path_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (current_) {

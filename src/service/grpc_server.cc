@@ -24,6 +24,7 @@
 #include "common/openssl.h"
 #include "common/unique_fd.h"
 #include "service/memory_budget.h"
+#include "service/proxy_protocol.h"
 #include "wire/tcp.h"
 
 namespace hotfix::service {
@@ -37,9 +38,9 @@ constexpr size_t kFdReserve = 128;
 constexpr size_t kPeerBuckets = 4096;
 // One read: a TLS record's worth.
 constexpr size_t kReadChunk = 16 * 1024;
-// Pending output past which a connection is not read until the peer takes some: a peer that
-// sends without reading cannot make us queue answers without bound.
-constexpr size_t kMaxPendingOutput = kMaxPendingOutputBytes;
+// Frames nghttp2 may hold for a connection before it stops being read until they are out:
+// a read of 16 KiB can hold a thousand PINGs, and nghttp2 queues an answer to each.
+constexpr size_t kMaxQueuedOutputFrames = 64;
 // Reads from one connection per turn of the loop: a peer that keeps its socket full cannot
 // keep the loop from its other connections.
 constexpr int kReadsPerTurn = 16;
@@ -55,6 +56,7 @@ struct Listener {
   uint16_t port = 0;
   bool tls = true;
   bool open_while_draining = false;
+  bool proxy_protocol = false;
   GrpcHandler* handler = nullptr;
 };
 
@@ -145,6 +147,17 @@ struct GrpcServer::Impl {
 
   ~Impl();
   void ShedWithReserve(int listen_fd);
+  // Counts a connection against its source address's bucket; false (reported, uncounted)
+  // past max_connections_per_peer.
+  bool AdmitPeer(const std::string& bucket_key, const std::string& peer, size_t* bucket) {
+    *bucket = std::hash<std::string>()(bucket_key) % kPeerBuckets;
+    if (peer_counts[*bucket].fetch_add(1) >= options.max_connections_per_peer) {
+      peer_counts[*bucket].fetch_sub(1);
+      Report(TransportEvent::kShedPerPeer, peer);
+      return false;
+    }
+    return true;
+  }
   void Report(TransportEvent event, std::string_view peer, std::string_view detail = {}) {
     if (options.events != nullptr) options.events->OnTransportEvent(event, peer, detail);
   }
@@ -175,22 +188,38 @@ class GrpcServer::Impl::Loop {
     const Listener* listener = nullptr;
     std::string peer;
     size_t peer_bucket = 0;
+    bool peer_counted = false;  // in server_->peer_counts[peer_bucket]
+    // --proxy-protocol: the header read so far, and the proxy's own address key until then.
+    bool awaiting_proxy_header = false;
+    std::string proxy_header;
+    std::string bucket_key;
     std::unique_ptr<H2Session> session;
     std::string out;  // bytes owed to the peer, from out_offset on
     size_t out_offset = 0;
     SteadyClock::time_point output_since;  // when out last became non-empty or drained some
+    // Waiting for the peer to take output: then EPOLLOUT alone, for a peer that sends
+    // without reading must not wake a loop that will not read it (level-triggered EPOLLIN).
     bool epollout = false;
-    bool closing = false;      // flush what is owed, then close
-    bool read_paused = false;  // stopped reading with bytes maybe left (in OpenSSL's buffer)
+    bool closing = false;        // flush what is owed, then close
+    bool read_paused = false;    // stopped reading with bytes maybe left (in OpenSSL's buffer)
+    bool resume_queued = false;  // in resume_
   };
 
   void Run();
   int WaitMs(SteadyClock::time_point next_tick) const;
   void Accept(Listener* listener);
   void OnEvent(Connection* conn, uint32_t events);
+  // Reads no more than the header needs; then the peer is its source and TLS starts.
+  void ReadProxyHeader(Connection* conn);
+  void StartTls(Connection* conn);
   void Handshake(Connection* conn);
   void StartSession(Connection* conn);
   void ReadSome(Connection* conn);
+  // Why reading stops for now: output the peer has not taken, or nghttp2 holding too many
+  // frames for it.
+  bool OutputBacklogged(const Connection* conn) const;
+  void QueueResume(Connection* conn);
+  void ResumeReading();
   void Flush(Connection* conn);
   void UpdateInterest(Connection* conn, bool want_out);
   void Close(Connection* conn);
@@ -205,7 +234,8 @@ class GrpcServer::Impl::Loop {
   std::thread thread_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   size_t draining_connections_ = 0;  // of connections_, those a drain waits for
-  // Connections to read again next turn: epoll cannot see what OpenSSL has buffered.
+  // Connections to read again after this turn's events: epoll cannot see what OpenSSL has
+  // buffered, nor a connection that paused for its turn's share or for its output.
   std::vector<uint64_t> resume_;
   uint64_t next_id_ = 0;
   std::shared_ptr<SSL_CTX> ssl_ctx_;
@@ -275,6 +305,7 @@ void GrpcServer::Impl::Loop::Run() {
         OnEvent(it->second.get(), events[i].events);
       }
     }
+    ResumeReading();
     SteadyClock::time_point now = SteadyClock::now();
     if (now >= next_tick) {
       Tick(now);
@@ -288,6 +319,7 @@ void GrpcServer::Impl::Loop::Run() {
 // Rounded up: a wait cut to whole milliseconds would wake before the tick is due and spin
 // through its last fraction with a timeout of 0.
 int GrpcServer::Impl::Loop::WaitMs(SteadyClock::time_point next_tick) const {
+  if (!resume_.empty()) return 0;
   SteadyClock::time_point until = SteadyClock::time_point::max();
   if (!connections_.empty() || draining_) until = next_tick;
   if (draining_) until = std::min(until, drain_deadline_);
@@ -345,12 +377,10 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
       server.Report(TransportEvent::kShedMaxConnections, peer);
       continue;  // closed by owned
     }
-    size_t bucket = std::hash<std::string>()(bucket_key) % kPeerBuckets;
-    if (server.peer_counts[bucket].fetch_add(1) >= server.options.max_connections_per_peer) {
-      server.peer_counts[bucket].fetch_sub(1);
-      server.Report(TransportEvent::kShedPerPeer, peer);
-      continue;
-    }
+    // Behind a proxy every connection comes from the proxy: the peer is known, and counted,
+    // once its PROXY header says who it is.
+    size_t bucket = 0;
+    if (!listener->proxy_protocol && !server.AdmitPeer(bucket_key, peer, &bucket)) continue;
     server.connections.fetch_add(1);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -361,6 +391,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     conn->listener = listener;
     conn->peer = std::move(peer);
     conn->peer_bucket = bucket;
+    conn->peer_counted = !listener->proxy_protocol;
     Connection* c = conn.get();
     connections_.emplace(c->id, std::move(conn));
     if (!listener->open_while_draining) ++draining_connections_;
@@ -369,23 +400,70 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     ev.events = EPOLLIN;
     ev.data.u64 = c->id;
     epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c->fd.get(), &ev);
-    if (listener->tls) {
-      if (server.options.tls->generation() != ssl_generation_) {
-        ssl_ctx_ = server.options.tls->Current(&ssl_generation_);
-      }
-      c->ssl.reset(SSL_new(ssl_ctx_.get()));
-      if (!c->ssl || SSL_set_fd(c->ssl.get(), c->fd.get()) != 1) {
-        ERR_clear_error();
-        Close(c);
-        continue;
-      }
-      SSL_set_accept_state(c->ssl.get());
-      c->handshaking = true;
-      c->handshake_deadline = SteadyClock::now() + server.options.handshake_timeout;
-    } else {
-      StartSession(c);
+    c->handshake_deadline = SteadyClock::now() + server.options.handshake_timeout;
+    if (listener->proxy_protocol) {
+      c->awaiting_proxy_header = true;
+      c->bucket_key = std::move(bucket_key);
+      continue;  // EPOLLIN: ReadProxyHeader
     }
+    StartTls(c);
   }
+}
+
+void GrpcServer::Impl::Loop::ReadProxyHeader(Connection* conn) {
+  std::array<char, kMaxProxyHeaderBytes> chunk;
+  for (;;) {
+    const ProxyHeader h = ParseProxyHeader(conn->proxy_header);
+    if (h.state == ProxyHeader::kInvalid) {
+      server_->Report(TransportEvent::kProxyHeaderInvalid, conn->peer, h.error.message());
+      Close(conn);
+      return;
+    }
+    if (h.state == ProxyHeader::kComplete) {
+      std::string key = std::move(conn->bucket_key);
+      if (h.source) conn->peer = PeerName(*h.source, &key);
+      if (!server_->AdmitPeer(key, conn->peer, &conn->peer_bucket)) {
+        Close(conn);
+        return;
+      }
+      conn->peer_counted = true;
+      conn->awaiting_proxy_header = false;
+      std::string().swap(conn->proxy_header);
+      StartTls(conn);
+      return;
+    }
+    // Never more than the header still needs: what follows is the TLS handshake's.
+    const size_t want = h.size - conn->proxy_header.size();
+    ssize_t n = recv(conn->fd.get(), chunk.data(), want, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;  // EPOLLIN again when more arrives
+    if (n <= 0) {
+      Close(conn);  // closed or reset before its header was whole
+      return;
+    }
+    conn->proxy_header.append(chunk.data(), static_cast<size_t>(n));
+  }
+}
+
+void GrpcServer::Impl::Loop::StartTls(Connection* conn) {
+  if (!conn->listener->tls) {
+    StartSession(conn);
+    return;
+  }
+  if (server_->options.tls->generation() != ssl_generation_) {
+    ssl_ctx_ = server_->options.tls->Current(&ssl_generation_);
+  }
+  conn->ssl.reset(SSL_new(ssl_ctx_.get()));
+  if (!conn->ssl || SSL_set_fd(conn->ssl.get(), conn->fd.get()) != 1) {
+    ERR_clear_error();
+    Close(conn);
+    return;
+  }
+  SSL_set_accept_state(conn->ssl.get());
+  conn->handshaking = true;
+  // After a PROXY header the ClientHello may already be here: epoll reports it, level-
+  // triggered, but the handshake may as well start now.
+  if (conn->listener->proxy_protocol) Handshake(conn);
 }
 
 void GrpcServer::Impl::ShedWithReserve(int listen_fd) {
@@ -402,6 +480,10 @@ void GrpcServer::Impl::ShedWithReserve(int listen_fd) {
 void GrpcServer::Impl::Loop::OnEvent(Connection* conn, uint32_t events) {
   if ((events & (EPOLLERR | EPOLLHUP)) != 0 && (events & EPOLLIN) == 0) {
     Close(conn);
+    return;
+  }
+  if (conn->awaiting_proxy_header) {
+    ReadProxyHeader(conn);
     return;
   }
   if (conn->handshaking) {
@@ -446,17 +528,43 @@ void GrpcServer::Impl::Loop::StartSession(Connection* conn) {
   ReadSome(conn);
 }
 
+bool GrpcServer::Impl::Loop::OutputBacklogged(const Connection* conn) const {
+  return Pending(conn) > 0 || conn->session->queued_output_frames() > kMaxQueuedOutputFrames;
+}
+
+void GrpcServer::Impl::Loop::QueueResume(Connection* conn) {
+  if (conn->resume_queued) return;
+  conn->resume_queued = true;
+  resume_.push_back(conn->id);
+}
+
+void GrpcServer::Impl::Loop::ResumeReading() {
+  std::vector<uint64_t> ids;
+  ids.swap(resume_);
+  for (uint64_t id : ids) {
+    auto it = connections_.find(id);
+    if (it == connections_.end()) continue;
+    Connection* conn = it->second.get();
+    conn->resume_queued = false;
+    // Not while the peer owes us a read: Flush queues it again once it drained.
+    if (conn->read_paused && !conn->epollout) ReadSome(conn);
+  }
+  // What this reading queued waits for the next turn: others' events come first.
+}
+
 void GrpcServer::Impl::Loop::ReadSome(Connection* conn) {
   if (conn->closing) return;
   conn->read_paused = false;
   for (int reads = 0;; ++reads) {
-    if (Pending(conn) > kMaxPendingOutput) {
-      conn->read_paused = true;  // resumed by Flush once the peer reads
+    if (OutputBacklogged(conn)) {
+      // Flush below sends what it can; reading resumes once nothing is left (Flush), so a
+      // peer that never reads parks its connection here at no cost until the stall timeout.
+      conn->read_paused = true;
       break;
     }
     if (reads == kReadsPerTurn) {
       conn->read_paused = true;
-      resume_.push_back(conn->id);
+      QueueResume(conn);
       break;
     }
     ssize_t n;
@@ -468,6 +576,7 @@ void GrpcServer::Impl::Loop::ReadSome(Connection* conn) {
         ERR_clear_error();
         if (error == SSL_ERROR_WANT_READ) break;
         if (error == SSL_ERROR_WANT_WRITE) {
+          conn->read_paused = true;
           UpdateInterest(conn, true);
           break;
         }
@@ -502,7 +611,7 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
       } else {
         conn->out.clear();
       }
-      if (conn->session) conn->session->TakeOutput(&conn->out, kMaxPendingOutput);
+      if (conn->session) conn->session->TakeOutput(&conn->out, kMaxPendingOutputBytes);
       if (conn->out.empty()) break;
       conn->output_since = SteadyClock::now();
     }
@@ -543,21 +652,21 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
     Close(conn);
     return;
   }
-  if (conn->read_paused) resume_.push_back(conn->id);
+  if (conn->read_paused) QueueResume(conn);
 }
 
 void GrpcServer::Impl::Loop::UpdateInterest(Connection* conn, bool want_out) {
   if (conn->epollout == want_out) return;
   conn->epollout = want_out;
   epoll_event ev{};
-  ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0u);
+  ev.events = want_out ? EPOLLOUT : EPOLLIN;
   ev.data.u64 = conn->id;
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn->fd.get(), &ev);
 }
 
 void GrpcServer::Impl::Loop::Close(Connection* conn) {
   server_->Report(TransportEvent::kClosed, conn->peer);
-  server_->peer_counts[conn->peer_bucket].fetch_sub(1);
+  if (conn->peer_counted) server_->peer_counts[conn->peer_bucket].fetch_sub(1);
   server_->connections.fetch_sub(1);
   // No EPOLL_CTL_DEL: the descriptor is never duplicated, so closing it removes it from the
   // epoll set (epoll(7), "Will closing a file descriptor cause it to be removed").
@@ -573,7 +682,7 @@ void GrpcServer::Impl::Loop::Tick(SteadyClock::time_point now) {
   }
   std::vector<Connection*> due;
   for (auto& [id, conn] : connections_) {
-    if (conn->handshaking) {
+    if (conn->handshaking || conn->awaiting_proxy_header) {
       if (now >= conn->handshake_deadline) due.push_back(conn.get());
     } else if ((Pending(conn.get()) > 0 &&
                 now - conn->output_since >= server_->options.output_stall_timeout) ||
@@ -582,7 +691,10 @@ void GrpcServer::Impl::Loop::Tick(SteadyClock::time_point now) {
     }
   }
   for (Connection* conn : due) {
-    if (conn->handshaking) {
+    if (conn->awaiting_proxy_header) {
+      server_->Report(TransportEvent::kProxyHeaderTimeout, conn->peer);
+      Close(conn);
+    } else if (conn->handshaking) {
       server_->Report(TransportEvent::kHandshakeTimeout, conn->peer);
       Close(conn);
     } else if (Pending(conn) > 0 &&
@@ -612,6 +724,7 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
     listener->fd = std::move(*fd);
     listener->tls = spec.tls;
     listener->open_while_draining = spec.open_while_draining;
+    listener->proxy_protocol = spec.proxy_protocol;
     listener->handler = spec.handler;
     impl->listeners.push_back(std::move(listener));
   }

@@ -38,6 +38,10 @@ struct ListenerSpec {
   // Kept accepting through a drain (a health port that should say NOT_SERVING rather than
   // refuse); its connections do not hold the drain up and are closed at its end.
   bool open_while_draining = false;
+  // Every connection starts with a PROXY protocol v2 header (proxy_protocol.h), read before
+  // TLS within handshake_timeout: its source address is the connection's peer (the per-peer
+  // limit, the access log); a connection without one is refused.
+  bool proxy_protocol = false;
 };
 
 struct GrpcServerOptions {

@@ -375,6 +375,10 @@ void H2Session::TakeOutput(std::string* out, size_t max_bytes) {
   }
 }
 
+size_t H2Session::queued_output_frames() const {
+  return session_ == nullptr ? 0 : nghttp2_session_get_outbound_queue_size(session_);
+}
+
 bool H2Session::Finished() const {
   if (session_ == nullptr) return true;
   if (nghttp2_session_want_write(session_) != 0) return false;

@@ -129,6 +129,8 @@ class H2Session {
 
   // Appends up to max_bytes of pending output to out.
   void TakeOutput(std::string* out, size_t max_bytes);
+  // Frames nghttp2 holds for TakeOutput (nghttp2_session_get_outbound_queue_size).
+  size_t queued_output_frames() const;
 
   // Runs what is due at now: delayed replies, request and idle timeouts.
   void OnTimer(SteadyClock::time_point now);

@@ -28,6 +28,7 @@ std::string Printable(std::string_view s, size_t max = kMaxEchoedNameBytes) {
 LivePatchingServiceImpl::LivePatchingServiceImpl(LivePatchingServiceOptions options)
     : options_(std::move(options)) {
   for (const std::string& s : options_.allowed_subscriptions) allowed_.insert(AsciiLower(s));
+  for (std::string& pattern : options_.allowed_authorities) pattern = AsciiLower(pattern);
 }
 
 bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision* decision,
@@ -54,13 +55,22 @@ bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision*
   return false;
 }
 
-bool LivePatchingServiceImpl::Authorize(CallDecision* decision) const {
-  if (allowed_.empty() || allowed_.count(AsciiLower(decision->identity.subscription_id)) != 0) {
-    return true;
+bool LivePatchingServiceImpl::Authorize(const CallInput& input, CallDecision* decision) const {
+  if (!allowed_.empty() && allowed_.count(AsciiLower(decision->identity.subscription_id)) == 0) {
+    decision->status = Refuse(GrpcCode::kPermissionDenied,
+                              "subscription " + Printable(decision->identity.subscription_id) +
+                                  " is not allowed to use the live-patching service");
+    return false;
   }
-  decision->status = Refuse(GrpcCode::kPermissionDenied,
-                            "subscription " + Printable(decision->identity.subscription_id) +
-                                " is not allowed to use the live-patching service");
+  const std::vector<std::string>& patterns = options_.allowed_authorities;
+  if (patterns.empty()) return true;
+  const std::string host = MakeRolloutNode("", "", input.authority).cluster;
+  for (const std::string& pattern : patterns) {
+    if (MatchesClusterPattern(pattern, host)) return true;
+  }
+  decision->status =
+      Refuse(GrpcCode::kPermissionDenied,
+             "authority " + Printable(host) + " matches no --allowed-authorities pattern");
   return false;
 }
 
@@ -207,7 +217,7 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
 CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   CallDecision decision;
   std::optional<IdentityCacheTicket> remember;
-  if (!Authenticate(input, &decision, &remember) || !Authorize(&decision) ||
+  if (!Authenticate(input, &decision, &remember) || !Authorize(input, &decision) ||
       !WithinRate(&decision)) {
     return decision;
   }

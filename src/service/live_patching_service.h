@@ -51,6 +51,10 @@ struct LivePatchingServiceOptions {
   // Subscriptions allowed to call (compared case-insensitively, as GUIDs); empty: any caller
   // with a verified identity.
   std::vector<std::string> allowed_subscriptions;
+  // Cluster patterns (rollout.h, MatchesClusterPattern) the call's `:authority` host must
+  // match; empty: any. `:authority` is what the caller says it dialed, not proven: this keeps
+  // a caller to the clusters named, it does not prove which one it belongs to.
+  std::vector<std::string> allowed_authorities;
   // A test hook: each answer is sent this long after the decision (on a timer, not a
   // blocked thread), so that tests can have a call in flight. Zero in production.
   std::chrono::milliseconds testing_response_delay{0};
@@ -127,7 +131,8 @@ class LivePatchingServiceImpl final : public GrpcHandler {
   // `remember`: what Authenticator::Admit takes once the call is let in.
   bool Authenticate(const CallInput& input, CallDecision* decision,
                     std::optional<IdentityCacheTicket>* remember);
-  bool Authorize(CallDecision* decision) const;
+  // The subscription allow-list, then the authority patterns.
+  bool Authorize(const CallInput& input, CallDecision* decision) const;
   bool WithinRate(CallDecision* decision);
   // The component's config, or a refusal in decision->status.
   const ComponentConfig* FindComponent(const CallInput& input, CallDecision* decision) const;

@@ -191,8 +191,9 @@ StatusOr<std::unique_ptr<Authenticator>> NewAttestedDocumentAuthenticator(
   if (options.signer_name.empty()) {
     return Status::InvalidArgument("attested document signer name is empty");
   }
-  auto verifier = SignedDocumentVerifier::Create(options.trust_roots_pem, options.signer_name,
-                                                 options.signer_cache_entries);
+  auto verifier =
+      SignedDocumentVerifier::Create(options.trust_roots_pem, options.anchors_are_issuers,
+                                     options.signer_name, options.signer_cache_entries);
   if (!verifier.ok()) return verifier.status();
   MdPtr sha256(EVP_MD_fetch(nullptr, "SHA256", nullptr));
   if (!sha256) return Status::Internal("fetching SHA-256: " + ossl::DrainErrors());

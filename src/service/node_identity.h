@@ -93,10 +93,14 @@ struct AttestedDocumentOptions {
   // it are used to build the chain (IMDS embeds only the signer certificate, so Azure's
   // intermediate CA belongs here).
   std::string trust_roots_pem;
-  // Matched by X509_check_host as a TLS client would match it: the signer's DNS
-  // subjectAltNames, or its CN only when it has none (RFC 6125; Azure's certificate carries
-  // both); a wildcard only as a whole left-most label. A leading dot (".metadata.azure.com")
-  // accepts any subdomain instead, for regional signers.
+  // --attestation-issuers: every certificate of trust_roots_pem is a trust anchor as it is
+  // (X509_V_FLAG_PARTIAL_CHAIN), so the signer must be issued by one of them; nothing above
+  // them is consulted, and no self-signed root is needed.
+  bool anchors_are_issuers = false;
+  // Matched by X509_check_host, no wildcard certificates: the signer's DNS subjectAltNames,
+  // or its CN only when it has none (RFC 6125; Azure's certificate carries both). A leading
+  // dot (".metadata.azure.com") accepts any subdomain instead, for regional signers. The
+  // signer must also carry the serverAuth extended key usage, as IMDS's does.
   std::string signer_name = "metadata.azure.com";
   size_t max_token_bytes = 64 * 1024;
   // A document created longer ago than this is refused (kExpired), however long it is valid:

@@ -266,11 +266,49 @@ StatusOr<Rollout> ParseRollout(const json& value) {
   return rollout;
 }
 
+bool Listed(const std::vector<std::string>& sorted, const std::string& value) {
+  return std::binary_search(sorted.begin(), sorted.end(), value);
+}
+
+// The match and the cohort key, before any bucket.
+RolloutVerdict CheckMatch(const Rollout& rollout, const RolloutNode& node) {
+  if (rollout.halted) return RolloutVerdict::kHalted;
+  const RolloutMatch& m = rollout.match;
+  if (!m.subscriptions.empty() &&
+      (node.subscription.empty() || !Listed(m.subscriptions, node.subscription))) {
+    return RolloutVerdict::kSubscriptionNotListed;
+  }
+  if (!node.subscription.empty() && Listed(m.exclude_subscriptions, node.subscription)) {
+    return RolloutVerdict::kSubscriptionExcluded;
+  }
+  if (!m.clusters.empty() &&
+      std::none_of(m.clusters.begin(), m.clusters.end(),
+                   [&](const std::string& p) { return MatchesClusterPattern(p, node.cluster); })) {
+    return RolloutVerdict::kClusterNotMatched;
+  }
+  if (!m.vm_ids.empty() && (node.vm_id.empty() || !Listed(m.vm_ids, node.vm_id))) {
+    return RolloutVerdict::kVmIdNotListed;
+  }
+  const std::string& key = rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
+  if (key.empty()) return RolloutVerdict::kNoCohortKey;
+  return RolloutVerdict::kApplies;
+}
+
+const std::string& CohortKey(const Rollout& rollout, const RolloutNode& node) {
+  return rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
+}
+
+RolloutTime EvaluationTime(const Rollout& rollout, RolloutTime now) {
+  return rollout.hold_at ? std::min(now, *rollout.hold_at) : now;
+}
+
+}  // namespace
+
 // `*` matches any run of characters, dots included. The pattern is literal segments between
 // stars: the first must start the host, the last end it, and those between are found left to
 // right, each after the one before (leftmost is never wrong for `*` alone). Linear in the
 // host, with no backtracking.
-bool MatchesPattern(std::string_view pattern, std::string_view host) {
+bool MatchesClusterPattern(std::string_view pattern, std::string_view host) {
   const size_t first_star = pattern.find('*');
   if (first_star == std::string_view::npos) return pattern == host;
   const size_t last_star = pattern.rfind('*');
@@ -293,44 +331,6 @@ bool MatchesPattern(std::string_view pattern, std::string_view host) {
   }
   return true;
 }
-
-bool Listed(const std::vector<std::string>& sorted, const std::string& value) {
-  return std::binary_search(sorted.begin(), sorted.end(), value);
-}
-
-// The match and the cohort key, before any bucket.
-RolloutVerdict CheckMatch(const Rollout& rollout, const RolloutNode& node) {
-  if (rollout.halted) return RolloutVerdict::kHalted;
-  const RolloutMatch& m = rollout.match;
-  if (!m.subscriptions.empty() &&
-      (node.subscription.empty() || !Listed(m.subscriptions, node.subscription))) {
-    return RolloutVerdict::kSubscriptionNotListed;
-  }
-  if (!node.subscription.empty() && Listed(m.exclude_subscriptions, node.subscription)) {
-    return RolloutVerdict::kSubscriptionExcluded;
-  }
-  if (!m.clusters.empty() &&
-      std::none_of(m.clusters.begin(), m.clusters.end(),
-                   [&](const std::string& p) { return MatchesPattern(p, node.cluster); })) {
-    return RolloutVerdict::kClusterNotMatched;
-  }
-  if (!m.vm_ids.empty() && (node.vm_id.empty() || !Listed(m.vm_ids, node.vm_id))) {
-    return RolloutVerdict::kVmIdNotListed;
-  }
-  const std::string& key = rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
-  if (key.empty()) return RolloutVerdict::kNoCohortKey;
-  return RolloutVerdict::kApplies;
-}
-
-const std::string& CohortKey(const Rollout& rollout, const RolloutNode& node) {
-  return rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
-}
-
-RolloutTime EvaluationTime(const Rollout& rollout, RolloutTime now) {
-  return rollout.hold_at ? std::min(now, *rollout.hold_at) : now;
-}
-
-}  // namespace
 
 bool IsHotfixBase(std::string_view s) {
   return s.size() == 9 && AllDigits(s.substr(0, 6)) && s[6] == '.' && AllDigits(s.substr(7));

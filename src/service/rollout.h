@@ -108,6 +108,11 @@ struct RolloutNode {
   std::string cluster;       // the apiserver host the node dialed (`:authority`, port removed)
 };
 
+// A cluster pattern (match.clusters, --allowed-authorities) against a host as
+// MakeRolloutNode makes it: the whole host; `*` matches any run of characters, dots and the
+// empty run included; no other wildcard. Both lower case.
+bool MatchesClusterPattern(std::string_view pattern, std::string_view host);
+
 // Lower-cases the three and strips a port (and IPv6 brackets) from the cluster.
 RolloutNode MakeRolloutNode(std::string_view vm_id, std::string_view subscription,
                             std::string_view authority);

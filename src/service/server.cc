@@ -61,10 +61,14 @@ StatusOr<AuthenticatorSetup> MakeAuthenticator(const ServerConfig& config, Logge
   AttestedDocumentOptions options;
   options.signer_name = config.attestation_signer_name;
   options.max_token_age = config.max_token_age;
-  auto roots = AttestationRoots::Load(config.attestation_roots_path, std::move(options));
+  options.anchors_are_issuers = !config.attestation_issuers_path.empty();
+  const std::string& path =
+      options.anchors_are_issuers ? config.attestation_issuers_path : config.attestation_roots_path;
+  auto roots = AttestationRoots::Load(path, std::move(options));
   if (!roots.ok()) return roots.status();
   log->Info("verifying attested documents",
-            {{"attestation_roots", config.attestation_roots_path},
+            {{config.attestation_issuers_path.empty() ? "attestation_roots" : "attestation_issuers",
+              path},
              {"root_certificates", static_cast<int64_t>((*roots)->certificates())},
              {"signer_name", config.attestation_signer_name},
              {"max_token_age_s", static_cast<int64_t>(config.max_token_age.count())}});
@@ -336,7 +340,8 @@ Status Server::Impl::StartGrpc() {
       max_connections = b->max_connections;
     }
   }
-  options.listeners.push_back({config.listen, true, tls_handler.get(), "--listen"});
+  options.listeners.push_back(
+      {config.listen, true, tls_handler.get(), "--listen", false, config.proxy_protocol});
   if (!config.health_listen.empty()) {
     // kubelet's gRPC probe speaks plaintext only: this port answers health and nothing else,
     // so the token never travels unencrypted.
@@ -418,6 +423,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   impl->recent_reports = std::make_unique<RecentReports>(kMaxRecentReports, kRecentReportWindow);
   options.recent_reports = impl->recent_reports.get();
   options.allowed_subscriptions = c.allowed_subscriptions;
+  options.allowed_authorities = c.allowed_authorities;
   options.testing_response_delay = c.testing_response_delay;
   if (c.testing_response_delay.count() > 0) {
     log->Warn(
@@ -446,6 +452,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
 
   std::string allowed;
   for (const auto& s : c.allowed_subscriptions) allowed += (allowed.empty() ? "" : ",") + s;
+  std::string authorities;
+  for (const auto& a : c.allowed_authorities) {
+    authorities += (authorities.empty() ? "" : ",") + a;
+  }
   log->Info(
       "live-patching-service serving",
       {{"version", c.version},
@@ -459,6 +469,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
        {"store_loaded", impl->loaded.load()},
        {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
        {"allowed_subscriptions", allowed.empty() ? "any" : allowed},
+       {"allowed_authorities", authorities.empty() ? "any" : authorities},
+       {"proxy_protocol", c.proxy_protocol},
        {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
        {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},
        {"auto_halt_interval_ms", static_cast<int64_t>(c.auto_halt_interval.count())},

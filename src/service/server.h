@@ -35,10 +35,12 @@ struct ServerConfig {
   std::string tls_key_path;
   std::chrono::seconds tls_refresh{10};
   std::string components_dir;
-  std::string attestation_roots_path;  // may be empty only with insecure_accept_any_token
+  std::string attestation_roots_path;    // one of the two, unless insecure_accept_any_token
+  std::string attestation_issuers_path;  // trusted as anchors themselves (partial chain)
   std::string attestation_signer_name = "metadata.azure.com";
   std::chrono::seconds max_token_age{600};         // 0: no limit (AttestedDocumentOptions)
   std::vector<std::string> allowed_subscriptions;  // empty: every verified subscription
+  std::vector<std::string> allowed_authorities;    // cluster patterns; empty: any :authority
   double rate_limit_per_node = 0;                  // requests per second; 0: unlimited
   std::string metrics_listen;                      // empty: no metrics endpoint
   // The Prometheus that scrapes every replica: the automatic halt's evidence. Empty: every
@@ -46,6 +48,8 @@ struct ServerConfig {
   std::string prometheus_url;
   std::chrono::milliseconds auto_halt_interval{30000};
   std::string health_listen;  // empty: no plaintext health port
+  // Every connection to `listen` starts with a PROXY protocol v2 header (grpc_server.h).
+  bool proxy_protocol = false;
   bool insecure_accept_any_token = false;
   std::chrono::milliseconds shutdown_grace{10000};
   int threads = 0;             // event loops; 0: one per core

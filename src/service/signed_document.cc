@@ -209,12 +209,33 @@ SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::stri
   SignedDocument out;
   out.signer_subject = SubjectOf(signer);
   out.signer_not_after = NotAfter(signer);
-  if (!signer_name.empty() && X509_check_host(signer, signer_name.data(), signer_name.size(),
-                                              X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, nullptr) != 1) {
-    return Refuse(IdentityFailure::kWrongSigner,
-                  Status::PermissionDenied("attested document signer " + out.signer_subject +
-                                           " is not issued for " + std::string(signer_name) +
-                                           " (DNS subjectAltNames; CN only without them)"));
+  if (!signer_name.empty()) {
+    // A wildcard certificate (*.azure.com) is a TLS server's, never IMDS's signer: the name
+    // must be the certificate's own.
+    // With a leading-dot name OpenSSL matches the certificate's names by suffix, a wildcard
+    // SAN's text included (crypto/x509/v3_utl.c, equal_nocase): the name matched is checked.
+    char* matched = nullptr;
+    const int found = X509_check_host(signer, signer_name.data(), signer_name.size(),
+                                      X509_CHECK_FLAG_NO_WILDCARDS, &matched);
+    const bool wildcard = matched != nullptr && std::strchr(matched, '*') != nullptr;
+    OPENSSL_free(matched);
+    if (found != 1 || wildcard) {
+      return Refuse(IdentityFailure::kWrongSigner,
+                    Status::PermissionDenied("attested document signer " + out.signer_subject +
+                                             " is not issued for " + std::string(signer_name) +
+                                             " (DNS subjectAltNames, no wildcards; CN only "
+                                             "without them)"));
+    }
+    // IMDS's signer is a TLS certificate of Azure's TLS issuing CAs, which carry the
+    // serverAuth extended key usage; a certificate of any purpose (no EKU) or another one
+    // (S/MIME, code signing) under the same roots is not IMDS's.
+    if ((X509_get_extension_flags(signer) & EXFLAG_XKUSAGE) == 0 ||
+        (X509_get_extended_key_usage(signer) & XKU_SSL_SERVER) == 0) {
+      return Refuse(IdentityFailure::kWrongSigner,
+                    Status::PermissionDenied("attested document signer " + out.signer_subject +
+                                             " lacks the serverAuth extended key usage that "
+                                             "IMDS's signer carries"));
+    }
   }
   char* data = nullptr;
   long len = BIO_get_mem_data(content.get(), &data);
@@ -226,7 +247,7 @@ SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::stri
 
 }  // namespace
 
-StatusOr<StorePtr> LoadTrustRoots(std::string_view pem) {
+StatusOr<StorePtr> LoadTrustRoots(std::string_view pem, bool anchors_are_issuers) {
   StatusOr<std::vector<X509Ptr>> certs = ossl::ParsePemCertificates(pem);
   if (!certs.ok()) return certs.status().Annotate("attested document trust roots");
   StorePtr store(X509_STORE_new());
@@ -241,6 +262,10 @@ StatusOr<StorePtr> LoadTrustRoots(std::string_view pem) {
   // (EKU serverAuth/clientAuth); what binds it to IMDS is the chain plus the name check, so
   // the purpose is "any". CA constraints on the chain are still enforced.
   X509_STORE_set_purpose(store.get(), X509_PURPOSE_ANY);
+  // --attestation-issuers: each certificate is an anchor as it is, self-signed or not
+  // (crypto/x509/x509_vfy.c, X509_V_FLAG_PARTIAL_CHAIN), so the chain ends at the pinned
+  // issuer and nothing above it is trusted.
+  if (anchors_are_issuers) X509_STORE_set_flags(store.get(), X509_V_FLAG_PARTIAL_CHAIN);
   return store;
 }
 
@@ -259,8 +284,9 @@ StatusOr<std::string> DecodeToken(std::string_view token) {
 }
 
 StatusOr<std::unique_ptr<SignedDocumentVerifier>> SignedDocumentVerifier::Create(
-    std::string_view roots_pem, std::string signer_name, size_t signer_cache_entries) {
-  StatusOr<StorePtr> roots = LoadTrustRoots(roots_pem);
+    std::string_view roots_pem, bool anchors_are_issuers, std::string signer_name,
+    size_t signer_cache_entries) {
+  StatusOr<StorePtr> roots = LoadTrustRoots(roots_pem, anchors_are_issuers);
   if (!roots.ok()) return roots.status();
   MdPtr sha256(EVP_MD_fetch(nullptr, "SHA256", nullptr));
   if (!sha256) return Status::Internal("fetching SHA-256: " + DrainErrors());

@@ -1,7 +1,7 @@
 // The signature layer of a node's identity: the `authorization` token (strict base64 of a DER
 // PKCS#7 SignedData, as IMDS returns it) -> its one canonical envelope -> PKCS7_verify against
-// the trust roots -> X509_check_host on the signer. Nothing here reads the signed content;
-// attested_content.h does, after this layer accepted it.
+// the trust roots -> the signer's name (X509_check_host) and serverAuth EKU. Nothing here reads the
+// content; attested_content.h does, after this layer accepted it.
 #pragma once
 
 #include <atomic>
@@ -33,8 +33,10 @@ struct SignedDocument {
 StatusOr<std::string> DecodeToken(std::string_view token);
 
 // The PEM bundle the signer must chain to, as a store: at least one certificate; purpose
-// "any" (IMDS's signer is a TLS-style certificate, not an S/MIME one).
-StatusOr<ossl::StorePtr> LoadTrustRoots(std::string_view pem);
+// "any" (IMDS's signer is a TLS-style certificate, not an S/MIME one; its serverAuth EKU is
+// checked on the signer itself). anchors_are_issuers: every certificate is an anchor as it is
+// (X509_V_FLAG_PARTIAL_CHAIN), --attestation-issuers.
+StatusOr<ossl::StorePtr> LoadTrustRoots(std::string_view pem, bool anchors_are_issuers = false);
 
 // The layer with its roots parsed once, and signer certificates kept (signer_cache.h) so that
 // a later document from a kept certificate costs its signature, not the certificate's parse
@@ -43,6 +45,7 @@ class SignedDocumentVerifier {
  public:
   // signer_name empty: no name check (the test IMDS stand-in's verifier only).
   static StatusOr<std::unique_ptr<SignedDocumentVerifier>> Create(std::string_view roots_pem,
+                                                                  bool anchors_are_issuers,
                                                                   std::string signer_name,
                                                                   size_t signer_cache_entries);
   SignedDocument Verify(std::string_view der);

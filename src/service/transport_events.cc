@@ -36,6 +36,10 @@ const char* TransportEventName(TransportEvent event) {
       return "protocol_error";
     case TransportEvent::kOutputStalled:
       return "output_stalled";
+    case TransportEvent::kProxyHeaderInvalid:
+      return "proxy_header_invalid";
+    case TransportEvent::kProxyHeaderTimeout:
+      return "proxy_header_timeout";
     case TransportEvent::kCount:
       break;
   }

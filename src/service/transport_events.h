@@ -22,6 +22,8 @@ enum class TransportEvent {
   kControlFrameFlood,    // SETTINGS/PING/WINDOW_UPDATE/PRIORITY/empty frames too fast
   kProtocolError,        // nghttp2 found a protocol error (GOAWAY), CONTINUATION flood incl.
   kOutputStalled,        // the peer stopped reading our output for too long
+  kProxyHeaderInvalid,   // --proxy-protocol: the connection did not start with a valid header
+  kProxyHeaderTimeout,   // --proxy-protocol: no whole header within the handshake timeout
   kCount,
 };
 

@@ -1,6 +1,6 @@
 // The network's way into staged rollouts: the `:authority` any caller sends becomes the
 // cluster a rollout's `match.clusters` patterns are matched against and, for a cluster cohort,
-// the bucket key (MakeRolloutNode, MatchesPattern and AnswerFor in src/service/rollout.cc;
+// the bucket key (MakeRolloutNode, MatchesClusterPattern and AnswerFor in src/service/rollout.cc;
 // docs/ROLLOUTS.md). The service's answer to a call is checked end to end through
 // LivePatchingServiceImpl::Decide with a file that ramps a cluster cohort.
 //

@@ -101,6 +101,21 @@ TEST(DeployConfigTest, EnvoyRoutesExactlyAsTheTestedHaproxyConfig) {
   EXPECT_THAT(envoy, HasSubstr("default_filter_chain:"));
   // HAProxy sends a client that never finishes its ClientHello to the apiserver.
   EXPECT_EQ(One(envoy, R"(continue_on_listener_filters_timeout: (\S+))"), "true");
+  // The node's address goes to the service, and only to it, as a PROXY v2 header (HAProxy:
+  // send-proxy-v2 on the one server of backend live_patching): the cluster after the
+  // service's endpoint carries the transport socket, the apiserver's does not.
+  const size_t service = envoy.find("- name: live_patching");
+  const size_t apiserver = envoy.find("- name: apiserver");
+  const std::string name = "envoy.transport_sockets.upstream_proxy_protocol";
+  const size_t socket = envoy.find(name);
+  ASSERT_NE(socket, std::string::npos);
+  EXPECT_LT(service, socket);
+  EXPECT_LT(socket, apiserver);
+  EXPECT_EQ(envoy.find(name, socket + name.size()), std::string::npos);
+  EXPECT_EQ(One(envoy, R"(version: (\S+))"), "V2");
+  std::string haproxy = WithoutComments(ReadDeployFile("haproxy/haproxy.cfg"));
+  EXPECT_EQ(All(haproxy, R"(server lps "\$\{LP_SERVICE_ADDR\}" (send-proxy-v2))"),
+            std::vector<std::string>{"send-proxy-v2"});
 }
 
 TEST(DeployConfigTest, TheThreeProxiesAgreeOnTimeouts) {
@@ -300,9 +315,9 @@ TEST(DeployConfigTest, TheKustomizeBaseRendersEveryObjectOnceInKubeSystem) {
         << At(o, {"metadata", "name"});
   }
   EXPECT_EQ(kinds,
-            (std::multiset<std::string>{"ConfigMap", "ConfigMap", "Deployment", "NetworkPolicy",
-                                        "PodDisruptionBudget", "PrometheusRule", "Service",
-                                        "ServiceAccount", "ServiceMonitor"}));
+            (std::multiset<std::string>{"ConfigMap", "ConfigMap", "ConfigMap", "Deployment",
+                                        "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule",
+                                        "Service", "ServiceAccount", "ServiceMonitor"}));
   EXPECT_EQ(At(base.One("ServiceMonitor"), {"apiVersion"}), "monitoring.coreos.com/v1");
   EXPECT_EQ(At(base.One("PrometheusRule"), {"apiVersion"}), "monitoring.coreos.com/v1");
   EXPECT_EQ(At(base.One("PodDisruptionBudget"), {"apiVersion"}), "policy/v1");
@@ -318,7 +333,7 @@ TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort
   for (const json& arg : At(container, {"args"})) {
     std::smatch m;
     std::string a = arg.get<std::string>();
-    if (std::regex_match(a, m, std::regex(R"((--[a-z][a-z-]+)=.*)"))) used.push_back(m[1]);
+    if (std::regex_match(a, m, std::regex(R"((--[a-z][a-z-]+)(=.*)?)"))) used.push_back(m[1]);
   }
   EXPECT_GE(used.size(), 5u);
   for (const std::string& flag : used) EXPECT_TRUE(known.count(flag)) << flag;
@@ -343,7 +358,8 @@ TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort
     configmaps.insert(At(cm, {"metadata", "name"}).get<std::string>());
   }
   EXPECT_EQ(configmaps,
-            (std::set<std::string>{"live-patching-components", "live-patching-attestation-roots"}));
+            (std::set<std::string>{"live-patching-components", "live-patching-attestation-roots",
+                                   "live-patching-settings"}));
   std::set<std::string> mounted_configmaps;
   for (const json& v : At(deployment, {"spec", "template", "spec", "volumes"})) {
     std::string name = At(v, {"name"}).get<std::string>();
@@ -361,6 +377,7 @@ TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort
       EXPECT_EQ(mounts[name] + "/tls.crt", base.Flag("--tls-cert"));
     }
   }
+  configmaps.erase("live-patching-settings");  // read through the environment, below
   EXPECT_EQ(mounted_configmaps, configmaps);
   for (const json& cm : base.OfKind("ConfigMap")) {
     if (At(cm, {"metadata", "name"}) == "live-patching-components") {
@@ -379,6 +396,32 @@ TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort
   }
   EXPECT_TRUE(grpc_port);
   EXPECT_THAT(All(envoy, R"(port_value: (\d+))"), ::testing::Contains("8443"));
+}
+
+// The shipped base lets in only the subscriptions its settings ConfigMap names (a placeholder
+// that matches none until an overlay sets the fleet's) and only AKS apiserver names.
+TEST(DeployConfigTest, TheDeploymentAllowsOnlyTheSettingsSubscriptionsAndAksAuthorities) {
+  Rendered base = RenderBase();
+  json container = base.Container();
+  EXPECT_EQ(base.Flag("--allowed-subscriptions"), "$(LP_ALLOWED_SUBSCRIPTIONS)");
+  EXPECT_EQ(base.Flag("--allowed-authorities"), "*.azmk8s.io");
+  bool proxy_protocol = false;  // a flag without a value: Flag() reads NAME=VALUE only
+  for (const json& arg : At(container, {"args"})) proxy_protocol |= arg == "--proxy-protocol";
+  EXPECT_TRUE(proxy_protocol) << "the Deployment reads the PROXY header Envoy's config sends";
+  bool from_settings = false;
+  for (const json& env : At(container, {"env"})) {
+    if (At(env, {"name"}) != "LP_ALLOWED_SUBSCRIPTIONS") continue;
+    from_settings = At(env, {"valueFrom", "configMapKeyRef", "name"}) == "live-patching-settings" &&
+                    At(env, {"valueFrom", "configMapKeyRef", "key"}) == "allowed-subscriptions";
+  }
+  EXPECT_TRUE(from_settings) << "LP_ALLOWED_SUBSCRIPTIONS comes from live-patching-settings";
+  std::string value;
+  for (const json& cm : base.OfKind("ConfigMap")) {
+    if (At(cm, {"metadata", "name"}) == "live-patching-settings") {
+      value = At(cm, {"data", "allowed-subscriptions"}).get<std::string>();
+    }
+  }
+  EXPECT_EQ(value, "00000000-0000-0000-0000-000000000000");
 }
 
 // The pod's memory limit is what the service budgets its connections by (no --memory-limit:

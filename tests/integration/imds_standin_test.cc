@@ -215,7 +215,7 @@ TEST(ImdsStandinSignerTest, UsesAGivenSigner) {
   LeafOptions leaf;
   leaf.common_name = "metadata.azure.com";
   leaf.dns_names = {"metadata.azure.com"};
-  leaf.usage = KeyUsage::kNone;
+  leaf.usage = KeyUsage::kServerAndClientAuth;
   ImdsStandinOptions options;
   options.signer = ca.IssueLeaf(leaf);
   options.vm_id = "vm-under-test";
@@ -271,7 +271,7 @@ TEST(ImdsStandinBinaryTest, UsesGivenSignerFiles) {
   LeafOptions leaf;
   leaf.common_name = "metadata.azure.com";
   leaf.dns_names = {"metadata.azure.com"};
-  leaf.usage = KeyUsage::kNone;
+  leaf.usage = KeyUsage::kServerAndClientAuth;
   PemPaths signer = WritePemFiles(dir.path(), "signer", ca.IssueLeaf(leaf));
   SpawnOptions spawn;
   spawn.argv = {BinDir() + "/imds-standin",

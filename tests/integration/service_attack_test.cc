@@ -19,6 +19,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -53,6 +55,12 @@ using std::chrono::seconds;
 using std::chrono::steady_clock;
 
 constexpr char kServedMap[] = R"({"hotfixes":{"202604.01":"202604.01.3"}})";
+// A component whose answer is nearly the largest a file may be (1 MiB): a version of 1,000,000
+// digits, which the format allows.
+constexpr char kBigComponent[] = "bigComponent";
+std::string BigComponentJson() {
+  return R"({"hotfixes":{"202604.01":"202604.01.)" + std::string(1000000, '7') + "\"}}";
+}
 constexpr uint64_t kMiB = 1024 * 1024;
 
 // Long enough for every attack to reach its steady state (and ~30 node calls), short enough
@@ -291,6 +299,7 @@ class H2Conn {
     return it == reset_code_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
   }
   bool closed() const { return closed_; }
+  int fd() const { return fd_; }
 
  private:
   H2Conn(int fd, AttackCtl* ctl, bool respond)
@@ -911,6 +920,60 @@ struct CaseResult {
   std::string stats;
 };
 
+// CPU time (user + system) the process has used, from /proc/PID/stat.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "(comm) "
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // fields 14 and 15 (proc(5))
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// The events the service's epoll watches on its end of the TCP connection from
+// 127.0.0.1:`client_port` to 127.0.0.1:`service_port`: its socket inode from
+// /proc/PID/net/tcp, its descriptor from /proc/PID/fd, the mask from the "tfd:" line of
+// an epoll descriptor's /proc/PID/fdinfo (proc(5)). nullopt when not found.
+std::optional<uint32_t> EpollEventsFor(pid_t pid, uint16_t service_port, uint16_t client_port) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  char local[32], remote[32];
+  snprintf(local, sizeof local, "0100007F:%04X", service_port);
+  snprintf(remote, sizeof remote, "0100007F:%04X", client_port);
+  std::string inode;
+  std::ifstream tcp(proc + "/net/tcp");
+  for (std::string line; std::getline(tcp, line);) {
+    std::istringstream f(line);
+    std::string sl, l, r, st, queues, timer, retr, uid, timeout, node;
+    f >> sl >> l >> r >> st >> queues >> timer >> retr >> uid >> timeout >> node;
+    if (l == local && r == remote) inode = node;
+  }
+  if (inode.empty()) return std::nullopt;
+  std::string fd;
+  for (const auto& entry : std::filesystem::directory_iterator(proc + "/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(entry.path(), ec).string() == "socket:[" + inode + "]") {
+      fd = entry.path().filename().string();
+    }
+  }
+  if (fd.empty()) return std::nullopt;
+  for (const auto& entry : std::filesystem::directory_iterator(proc + "/fdinfo")) {
+    std::ifstream info(entry.path());
+    for (std::string line; std::getline(info, line);) {
+      std::istringstream f(line);
+      std::string tag, tfd, events_tag, events;
+      f >> tag >> tfd >> events_tag >> events;
+      if (tag == "tfd:" && tfd == fd && events_tag == "events:") {
+        return static_cast<uint32_t>(std::stoul(events, nullptr, 16));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 // ---- The fixture -------------------------------------------------------------------------
 
 class ServiceAttackTest : public ::testing::Test {
@@ -920,6 +983,7 @@ class ServiceAttackTest : public ::testing::Test {
     net::IgnoreSigpipe();  // OpenSSL writes to sockets the service may have reset
     files_ = new ServiceFiles();
     files_->WriteComponent(kAksNodeControllerComponent, kServedMap);
+    files_->WriteComponent(kBigComponent, BigComponentJson());
     token_ = new std::string(files_->Token());
   }
   static void TearDownTestSuite() {
@@ -1170,6 +1234,63 @@ TEST_F(ServiceAttackTest, GzipBombIsRefusedUninflated) {
       << (c->ResetCode(1) ? std::to_string(*c->ResetCode(1)) : "none")
       << (c->closed() ? ", connection closed" : "");
   EXPECT_EQ(*c->GrpcStatus(1), static_cast<int>(grpc::StatusCode::UNIMPLEMENTED));
+}
+
+// A client that asks for four answers of 1 MB and never reads them, then keeps writing. Once
+// the sockets between hold all they will, the service parks the connection: nothing more is
+// read from it (its epoll interest is EPOLLOUT alone, so a level-triggered EPOLLIN cannot
+// spin the loop on bytes it will not read) and it costs no CPU, until the peer reads or the
+// output-stall timeout (10 s) closes it. Meanwhile nodes are served.
+TEST_F(ServiceAttackTest, AClientThatNeverReadsIsParkedAtNoCost) {
+  StartService();
+  const long idle_kb = WarmUpAndIdleRss();
+  std::unique_ptr<H2Conn> c = H2Conn::Open(lps_->port(), nullptr, /*respond=*/false);
+  ASSERT_NE(c, nullptr);
+  sockaddr_in me{};
+  socklen_t len = sizeof me;
+  ASSERT_EQ(getsockname(c->fd(), reinterpret_cast<sockaddr*>(&me), &len), 0);
+  const uint16_t client_port = ntohs(me.sin_port);
+
+  // All the flow-control credit there is: only the sockets hold the answers back.
+  std::string frames = h2::Settings({{h2::kInitialWindowSize, 0x7fffffff}}) +
+                       h2::WindowUpdate(0, 0x7fffffff - 65535);
+  const std::string block = RequestBlock({{"authorization", *token_}});
+  const std::string message = GrpcFrame(std::string("\x0a\x0c") + kBigComponent);
+  for (uint32_t id = 1; id <= 7; id += 2) {
+    frames += h2::Headers(id, block, h2::kEndHeaders) + h2::Data(id, message, true);
+  }
+  ASSERT_TRUE(c->Send(frames, /*read_while_blocked=*/false));
+
+  std::optional<uint32_t> events;
+  for (auto until = steady_clock::now() + seconds(5); steady_clock::now() < until;) {
+    events = EpollEventsFor(pid(), lps_->port(), client_port);
+    if (events && (*events & EPOLLOUT) != 0) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(events.has_value()) << "the connection is not in the service's epoll";
+  ASSERT_NE(*events & EPOLLOUT, 0u) << "the service never waited to write: 4 MB fit";
+  EXPECT_EQ(*events & EPOLLIN, 0u) << "still watching a connection it will not read";
+
+  // More from the client, which the service leaves unread (for a few KB: a window update).
+  c->Send(h2::WindowUpdate(0, 1) + h2::Ping(1), /*read_while_blocked=*/false);
+  const double cpu_before = CpuSeconds(pid());
+  int served = 0;
+  for (int i = 0; i < 5; ++i) {
+    served += NodeCall(*files_, lps_->port(), *token_, seconds(10)).status.ok();
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  const double cpu = CpuSeconds(pid()) - cpu_before;
+  EXPECT_EQ(served, 5);
+  // Five node calls (each a few ms under ASan) in about 1.2 s; a loop spinning on the parked
+  // connection would add most of that second.
+  EXPECT_LT(cpu, 0.5) << "service CPU while the connection was parked";
+  EXPECT_EQ(EpollEventsFor(pid(), lps_->port(), client_port), events) << "no longer parked";
+  EXPECT_LT(RssKb(pid()) - idle_kb, kRssBoundKb);
+  std::cout << "[attack] never-reading client: parked with epoll events 0x" << std::hex << *events
+            << std::dec << ", service CPU " << cpu << " s over 5 node calls, RSS +"
+            << (RssKb(pid()) - idle_kb) / 1024 << " MiB" << std::endl;
+  c.reset();
+  ExpectStillServing();
 }
 
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {

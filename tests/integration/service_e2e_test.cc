@@ -211,6 +211,33 @@ TEST_F(ServiceE2eTest, AnUnauthenticatedCallerLearnsNothingAboutTheStore) {
   EXPECT_EQ(CallAsNode("nope").code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
+// --attestation-issuers pins the CA that issues IMDS's signer: its documents verify with no
+// root configured, and a signer from another CA under the same root does not.
+TEST_F(ServiceE2eTest, PinnedAttestationIssuersTrustOnlyTheirOwnSigners) {
+  TestCa issuer = files_.imds_root().IssueIntermediate("test-imds-issuing-ca");
+  TestCa sibling = files_.imds_root().IssueIntermediate("test-other-issuing-ca");
+  const auto issuers = WritePemFile(files_.dir().path(), "issuers.pem", issuer.cert_pem());
+  std::vector<std::string> args = files_.Args();
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--attestation-roots") {
+      args[i] = "--attestation-issuers";
+      args[i + 1] = issuers.string();
+    }
+  }
+  lps_ = std::make_unique<ServiceProcess>(args);
+  channel_ = lps_->Channel(files_);
+  const CertAndKey pinned = IssueImdsSigner(issuer);
+  const CertAndKey other = IssueImdsSigner(sibling);
+  EXPECT_TRUE(Call(kAksNodeControllerComponent, files_.Token({}, &pinned)).status.ok());
+  GrpcReply r = Call(kAksNodeControllerComponent, files_.Token({}, &other));
+  EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(r.status.error_message(), HasSubstr("untrusted_signer"));
+  // The root's own signer: nothing above the pin is trusted.
+  r = Call(kAksNodeControllerComponent, files_.Token());
+  EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(lps_->Logged("verifying attested documents"));
+}
+
 // ---- Access log and metrics ----------------------------------------------------------------
 
 TEST_F(ServiceE2eTest, OneAccessLogLinePerCallWithIdentityAndNeverTheToken) {
@@ -823,7 +850,8 @@ TEST(LiveServiceCliTest, RequiresTrustRootsUnlessInsecureModeIsExplicit) {
   ASSERT_EQ(lines.size(), 1u) << r.stderr_text;
   EXPECT_EQ(lines[0].value("level", ""), "ERROR");
   EXPECT_EQ(lines[0].value("msg", ""), "refusing to start");
-  EXPECT_THAT(lines[0].value("error", ""), HasSubstr("--attestation-roots is required"));
+  EXPECT_THAT(lines[0].value("error", ""),
+              HasSubstr("--attestation-roots or --attestation-issuers is required"));
 }
 
 TEST(LiveServiceCliTest, HelpListsEveryFlag) {
@@ -831,12 +859,27 @@ TEST(LiveServiceCliTest, HelpListsEveryFlag) {
   spawn.argv = {BinDir() + "/live-patching-service", "--help"};
   RunResult r = RunProcess(std::move(spawn), seconds(10));
   EXPECT_TRUE(r.status.success()) << r.status.ToString();
-  for (const char* flag :
-       {"--listen", "--tls-cert", "--tls-key", "--components-dir", "--attestation-roots",
-        "--attestation-signer-name", "--allowed-subscriptions", "--rate-limit-per-node",
-        "--metrics-listen", "--health-listen", "--insecure-accept-any-token", "--refresh-interval",
-        "--shutdown-grace", "--prometheus-url", "--auto-halt-interval", "--memory-limit",
-        "--log-level", "--version"}) {
+  for (const char* flag : {"--listen",
+                           "--tls-cert",
+                           "--tls-key",
+                           "--components-dir",
+                           "--attestation-roots",
+                           "--attestation-signer-name",
+                           "--allowed-subscriptions",
+                           "--rate-limit-per-node",
+                           "--metrics-listen",
+                           "--health-listen",
+                           "--insecure-accept-any-token",
+                           "--refresh-interval",
+                           "--shutdown-grace",
+                           "--prometheus-url",
+                           "--auto-halt-interval",
+                           "--memory-limit",
+                           "--log-level",
+                           "--attestation-issuers",
+                           "--allowed-authorities",
+                           "--proxy-protocol",
+                           "--version"}) {
     EXPECT_THAT(r.stdout_text, HasSubstr(flag));
   }
 }
@@ -1010,6 +1053,35 @@ TEST_F(CheckHotfixThroughHaproxyTest, AnAttestedNodeStagesTheServedPointer) {
   // The document the node sent is not in the service's output.
   ASSERT_EQ(imds.served_signatures().size(), 1u);
   EXPECT_THAT(lps_->Stderr(), Not(HasSubstr(imds.served_signatures()[0].substr(0, 40))));
+}
+
+// `:authority` is what the node says it dialed (the apiserver FQDN hotfix-agent puts there):
+// --allowed-authorities keeps callers to the cluster names given, after authentication.
+TEST_F(CheckHotfixThroughHaproxyTest, AnAuthorityNoPatternAllowsIsPermissionDenied) {
+  ImdsStandinOptions options;
+  options.signer = files_.signer();
+  ImdsStandin imds(std::move(options));
+
+  Start({"--allowed-authorities", "*.hcp.EastUS.azmk8s.io"});
+  StartProxy();
+  EXPECT_THAT(RunAgent(imds), HasSubstr("check-hotfix outcome=lpsRead"));
+  std::vector<Json> access = lps_->AccessLog();
+  ASSERT_EQ(access.size(), 1u);
+  EXPECT_EQ(access[0]["code"], "OK");
+  EXPECT_EQ(access[0]["cluster"], kApiserverFqdn);
+  // Who is not authenticated learns nothing of the patterns (this client's :authority is the
+  // service's own name, which no pattern allows).
+  EXPECT_EQ(Call(kAksNodeControllerComponent, std::nullopt).code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+
+  Start({"--allowed-authorities", "*.hcp.westus.azmk8s.io,api.example.com"});
+  StartProxy();
+  RunAgent(imds);  // fail-open: the node goes on, with one event
+  access = lps_->AccessLog();
+  ASSERT_EQ(access.size(), 1u);
+  EXPECT_EQ(access[0]["code"], "PERMISSION_DENIED");
+  EXPECT_EQ(access[0]["error"], std::string("authority ") + kApiserverFqdn +
+                                    " matches no --allowed-authorities pattern");
 }
 
 TEST_F(CheckHotfixThroughHaproxyTest, AForeignSignedNodeGetsNoHotfixAvailable) {

@@ -234,7 +234,7 @@ TEST_F(IdentityTest, ExpiredSignerCertificateIsUntrusted) {
   LeafOptions leaf;
   leaf.common_name = "metadata.azure.com";
   leaf.dns_names = {"metadata.azure.com"};
-  leaf.usage = KeyUsage::kNone;
+  leaf.usage = KeyUsage::kServerAndClientAuth;
   leaf.not_before = -hours(48);
   leaf.not_after = -hours(1);
   signer_ = root_.IssueLeaf(leaf);
@@ -259,7 +259,7 @@ TEST_F(IdentityTest, SignerForAnotherNameIsWrongSigner) {
 TEST_F(IdentityTest, CommonNameCountsOnlyWithoutDnsNames) {
   LeafOptions cn_only;
   cn_only.common_name = "metadata.azure.com";
-  cn_only.usage = KeyUsage::kNone;
+  cn_only.usage = KeyUsage::kServerAuth;
   signer_ = root_.IssueLeaf(cn_only);
   EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields())).ok());
 
@@ -269,17 +269,67 @@ TEST_F(IdentityTest, CommonNameCountsOnlyWithoutDnsNames) {
   ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner);
 }
 
-TEST_F(IdentityTest, AnyExtendedKeyUsageIsAccepted) {
-  // Azure's signer is a TLS certificate (serverAuth, clientAuth), not an S/MIME one.
-  for (KeyUsage usage : {KeyUsage::kServerAuth, KeyUsage::kClientAuth, KeyUsage::kCodeSigning}) {
+TEST_F(IdentityTest, TheSignerMustCarryServerAuth) {
+  // Azure's signer is a TLS certificate (serverAuth, clientAuth), not an S/MIME one: serverAuth
+  // is required; a certificate of any purpose (no EKU) or of another is not IMDS's.
+  for (KeyUsage usage : {KeyUsage::kServerAuth, KeyUsage::kServerAndClientAuth}) {
     LeafOptions leaf;
     leaf.common_name = "metadata.azure.com";
     leaf.dns_names = {"metadata.azure.com"};
     leaf.usage = usage;
     signer_ = root_.IssueLeaf(leaf);
-    AuthResult result = AuthenticateAndAdmit(*auth_, Sign(Fields()));
+    AuthResult result = auth_->Authenticate(Sign(Fields()));
     EXPECT_TRUE(result.ok()) << static_cast<int>(usage) << ": " << result.error.ToString();
   }
+  for (KeyUsage usage : {KeyUsage::kNone, KeyUsage::kClientAuth, KeyUsage::kCodeSigning}) {
+    LeafOptions leaf;
+    leaf.common_name = "metadata.azure.com";
+    leaf.dns_names = {"metadata.azure.com"};
+    leaf.usage = usage;
+    signer_ = root_.IssueLeaf(leaf);
+    EXPECT_THAT(ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner).error.message(),
+                HasSubstr("lacks the serverAuth extended key usage"))
+        << static_cast<int>(usage);
+  }
+}
+
+TEST_F(IdentityTest, AWildcardCertificateIsNotTheSigner) {
+  for (const char* san : {"*.azure.com", "*.metadata.azure.com"}) {
+    LeafOptions leaf;
+    leaf.common_name = "metadata.azure.com";  // ignored: the certificate has DNS names
+    leaf.dns_names = {san};
+    leaf.usage = KeyUsage::kServerAuth;
+    signer_ = root_.IssueLeaf(leaf);
+    ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner);
+  }
+  // Nor for a leading-dot name: a wildcard stands for no name at all.
+  AttestedDocumentOptions options = Options();
+  options.signer_name = ".metadata.azure.com";
+  auth_ = Make(options);
+  ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner);  // *.metadata.azure.com
+}
+
+// --attestation-issuers: the issuing CA is the anchor as it is. The signer it issued verifies
+// with no root at all; a signer from another CA under the same root does not.
+TEST_F(IdentityTest, PinnedIssuersAreTheAnchorsThemselves) {
+  TestCa issuer = root_.IssueIntermediate("test-imds-issuing-ca");
+  TestCa sibling = root_.IssueIntermediate("test-other-issuing-ca");
+  AttestedDocumentOptions options = Options();
+  options.trust_roots_pem = issuer.cert_pem();
+  options.anchors_are_issuers = true;
+  auth_ = Make(options);
+  signer_ = IssueImdsSigner(issuer);
+  EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields())).ok());
+  signer_ = IssueImdsSigner(sibling);
+  ExpectRefused(Sign(Fields()), IdentityFailure::kUntrustedSigner);
+  signer_ = IssueImdsSigner(root_);  // the root's own signer: nothing above the pin counts
+  ExpectRefused(Sign(Fields()), IdentityFailure::kUntrustedSigner);
+
+  // Without the pin, the same bundle is no anchor: it is not self-signed.
+  options.anchors_are_issuers = false;
+  auth_ = Make(options);
+  signer_ = IssueImdsSigner(issuer);
+  ExpectRefused(Sign(Fields()), IdentityFailure::kUntrustedSigner);
 }
 
 TEST_F(IdentityTest, LeadingDotAcceptsSubdomains) {
@@ -901,7 +951,7 @@ TEST_F(SignerCacheTest, SignerPastItsValidityGoesBackToTheFullCheck) {
   LeafOptions leaf;
   leaf.common_name = "metadata.azure.com";
   leaf.dns_names = {"metadata.azure.com"};
-  leaf.usage = KeyUsage::kNone;
+  leaf.usage = KeyUsage::kServerAndClientAuth;
   // notAfter is in whole seconds: between 3 and 4 s from `issued`, which leaves the first
   // verification 3 s on a loaded machine; 5 s after `issued` it has passed for certain.
   leaf.not_after = seconds(4);

@@ -56,6 +56,11 @@ bool Haproxy::TryStart(const HaproxyOptions& options, uint16_t port, std::string
   spawn.env = {{"LP_FRONTEND_BIND", LoopbackAddress(port)},
                {"LP_SERVICE_ADDR", options.service_addr},
                {"LP_APISERVER_ADDR", options.apiserver_addr}};
+  if (options.send_proxy_v2) {
+    spawn.unset_env = {"LP_NO_PROXY_PROTOCOL"};
+  } else {
+    spawn.env["LP_NO_PROXY_PROTOCOL"] = "1";
+  }
   process_ = std::make_unique<Subprocess>(std::move(spawn));
   bool up = WaitUntilListening(port, options.start_timeout, [this] { return process_->running(); });
   if (up && process_->running()) {

@@ -32,6 +32,9 @@ struct HaproxyOptions {
   // Empty: $LP_HAPROXY_BIN, else "haproxy" from PATH (Debian: /usr/sbin/haproxy).
   std::string binary;
   std::chrono::milliseconds start_timeout = std::chrono::seconds(15);
+  // The config's send-proxy-v2 to the service (its --proxy-protocol). Off: the environment
+  // sets LP_NO_PROXY_PROTOCOL, for backends that do not read the header.
+  bool send_proxy_v2 = false;
 };
 
 // deploy/haproxy/haproxy.cfg routing ALPN aks-live-patching to 127.0.0.1:service_port and

@@ -94,7 +94,7 @@ CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name, KeyType key_
   leaf.common_name = std::string(name);
   leaf.key_type = key_type;
   leaf.dns_names = {std::string(name)};
-  leaf.usage = KeyUsage::kNone;
+  leaf.usage = KeyUsage::kServerAndClientAuth;
   return ca.IssueLeaf(leaf);
 }
 

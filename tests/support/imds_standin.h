@@ -170,7 +170,8 @@ std::string AttestedDocumentJson(const AttestedDocumentFields& fields);
 // attached, the signer's certificate embedded (its intermediates are not, as with IMDS).
 std::string SignAttestedContent(std::string_view content, const CertAndKey& signer);
 
-// The signer the stand-in generates: a leaf for `name` (CN and DNS SAN) without an EKU.
+// The signer the stand-in generates: a leaf for `name` (CN and DNS SAN) with the EKUs serverAuth
+// and clientAuth, as IMDS's certificate from Azure's TLS issuing CAs.
 CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name = "metadata.azure.com",
                            KeyType key_type = KeyType::kEcP256);
 

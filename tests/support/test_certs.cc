@@ -100,6 +100,8 @@ const char* EkuValue(KeyUsage usage) {
       return "serverAuth";
     case KeyUsage::kClientAuth:
       return "clientAuth";
+    case KeyUsage::kServerAndClientAuth:
+      return "serverAuth,clientAuth";
     case KeyUsage::kCodeSigning:
       return "codeSigning";
     case KeyUsage::kNone:

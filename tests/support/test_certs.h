@@ -29,10 +29,11 @@ struct CertAndKey {
 };
 
 enum class KeyUsage {
-  kServerAuth,   // EKU serverAuth, what a TLS server presents
-  kClientAuth,   // EKU clientAuth
-  kCodeSigning,  // a wrong EKU for a TLS server, to test the EKU check
-  kNone,         // no EKU extension at all (any purpose)
+  kServerAuth,           // EKU serverAuth, what a TLS server presents
+  kClientAuth,           // EKU clientAuth
+  kServerAndClientAuth,  // both, as Azure's TLS issuing CAs issue (IMDS's signer)
+  kCodeSigning,          // a wrong EKU for a TLS server, to test the EKU check
+  kNone,                 // no EKU extension at all (any purpose)
 };
 
 enum class KeyType {
