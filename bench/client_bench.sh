@@ -153,7 +153,7 @@ pids+=($!)
 "$bin/imds-standin" --listen "127.0.0.1:$imds_port" >"$work/imds.log" 2>&1 &
 pids+=($!)
 LP_FRONTEND_BIND="127.0.0.1:$proxy_port" LP_SERVICE_ADDR="127.0.0.1:$lps_port" \
-  LP_APISERVER_ADDR="127.0.0.1:$api_port" \
+  LP_APISERVER_ADDR="127.0.0.1:$api_port" LP_NO_PROXY_PROTOCOL=1 \
   haproxy -db -f deploy/haproxy/haproxy.cfg >"$work/haproxy.log" 2>&1 &
 pids+=($!)
 # The silent peer: accepts TCP, reads, never answers (for both give-up benchmarks).

@@ -43,6 +43,7 @@
 #include <gtest/gtest.h>
 
 #include "h2_frames.h"
+#include "haproxy.h"
 #include "raw_h2_server.h"
 #include "service_fixture.h"
 #include "socket_util.h"
@@ -798,6 +799,62 @@ void BadTokenFlood(AttackCtl& ctl, const std::string& token, std::atomic<int>* a
   });
 }
 
+// --proxy-protocol: connections that send a PROXY v2 header a byte at a time, each byte
+// 250 ms after the last, so none is whole before the attack ends: each is held, one read of
+// one byte at a time, until the handshake timeout.
+void SlowProxyHeaders(AttackCtl& ctl) {
+  constexpr size_t kConnections = 200;
+  const std::string prefix = std::string("\r\n\r\n\0\r\nQUIT\n", 12) + "\x21\x11" +
+                             std::string("\x00\x0c", 2) + std::string(12, '\x01');
+  std::vector<int> fds = ConnectMany(ctl.port, kConnections, kOpenTimeout);
+  ctl.stats.connections += fds.size();
+  for (size_t at = 0; ctl.Running() && at < prefix.size(); ++at) {
+    for (int fd : fds) {
+      if (send(fd, prefix.data() + at, 1, MSG_NOSIGNAL) == 1) ++ctl.stats.frames;
+    }
+    for (int i = 0; i < 25 && ctl.Running(); ++i) std::this_thread::sleep_for(milliseconds(10));
+  }
+  while (ctl.Running()) std::this_thread::sleep_for(milliseconds(20));
+  for (int fd : fds) close(fd);
+}
+
+// --proxy-protocol: connection after connection opening with what is not a version 2
+// header: a version 1 line, TLS without a header, bytes of nothing, a header declaring
+// 65,535 bytes to follow. Each must be closed at once; `unclosed` counts those that were not
+// within a second.
+void GarbageProxyHeaders(AttackCtl& ctl, std::atomic<int>* unclosed) {
+  const std::string signature("\r\n\r\n\0\r\nQUIT\n", 12);
+  const std::string openings[] = {
+      "PROXY TCP4 192.0.2.7 10.0.0.5 40001 8443\r\n",
+      ClientHelloBytes(),
+      std::string(64, '\x00'),
+      signature + "\x21\x11\xff\xff",
+  };
+  for (size_t i = 0; ctl.Running(); ++i) {
+    int fd = ConnectOne(ctl.port, kOpenTimeout);
+    if (fd < 0) {
+      ++ctl.stats.connect_failures;
+      continue;
+    }
+    ++ctl.stats.connections;
+    const std::string& opening = openings[i % std::size(openings)];
+    if (send(fd, opening.data(), opening.size(), MSG_NOSIGNAL) > 0) ++ctl.stats.frames;
+    char buf[256];
+    bool closed = false;
+    for (auto until = steady_clock::now() + seconds(1); !closed && steady_clock::now() < until;) {
+      if (!WaitFd(fd, POLLIN, milliseconds(50))) continue;
+      ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      closed = n == 0 || (n < 0 && errno != EAGAIN);
+    }
+    if (closed) {
+      ++ctl.stats.peer_closes;
+    } else {
+      ++*unclosed;
+    }
+    close(fd);
+  }
+}
+
 // ---- The node's side ---------------------------------------------------------------------
 
 // A node's call: a channel (so a TLS connection) of its own, the node's deadline.
@@ -1017,9 +1074,34 @@ class ServiceAttackTest : public ::testing::Test {
 
   pid_t pid() { return lps_->process().pid(); }
 
+  // Where the node's calls go: the service, or (--proxy-protocol cases) a real HAProxy that
+  // forwards TCP to it with send-proxy-v2, as Envoy does (libgrpc++ offers ALPN h2 alone,
+  // so the shipped ALPN-routing config would send it to the apiserver; this one routes all).
+  uint16_t node_port() const { return node_proxy_ ? node_proxy_->frontend_port() : lps_->port(); }
+  void StartNodeProxy() {
+    TempDir* dir = new TempDir("node-proxy");
+    node_proxy_dir_.reset(dir);
+    HaproxyOptions options;
+    options.service_addr = LoopbackAddress(lps_->port());
+    options.apiserver_addr = LoopbackAddress(lps_->port());  // unused by this config
+    options.send_proxy_v2 = true;
+    options.config_path = dir->Write("haproxy.cfg", R"(defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+frontend nodes
+    bind "${LP_FRONTEND_BIND}"
+    default_backend lps
+backend lps
+    server lps "${LP_SERVICE_ADDR}" send-proxy-v2
+)");
+    node_proxy_ = std::make_unique<Haproxy>(std::move(options));
+  }
+
   // The warm-up call that brings the serving path's one-off allocations in, then idle RSS.
   long WarmUpAndIdleRss() {
-    GrpcReply r = NodeCall(*files_, lps_->port(), *token_, seconds(20));
+    GrpcReply r = NodeCall(*files_, node_port(), *token_, seconds(20));
     EXPECT_TRUE(r.status.ok()) << "warm-up: " << r.status.error_message();
     std::this_thread::sleep_for(milliseconds(200));
     return RssKb(pid());
@@ -1036,7 +1118,7 @@ class ServiceAttackTest : public ::testing::Test {
     auto started = steady_clock::now();
     {
       RssWatch rss(pid(), r.idle_kb, &ctl);
-      NodeClient node(*files_, lps_->port(), *token_);
+      NodeClient node(*files_, node_port(), *token_);
       std::vector<std::thread> attackers;
       for (int i = 0; i < threads; ++i) attackers.emplace_back([&] { attack(ctl); });
       while (ctl.Running() && steady_clock::now() - started < kAttackDuration) {
@@ -1086,7 +1168,7 @@ class ServiceAttackTest : public ::testing::Test {
   // Alive, and a node's call (a generous deadline: the attack has just stopped) is served.
   void ExpectStillServing() {
     ASSERT_TRUE(lps_->process().running()) << "the service exited";
-    GrpcReply r = NodeCall(*files_, lps_->port(), *token_, seconds(10));
+    GrpcReply r = NodeCall(*files_, node_port(), *token_, seconds(10));
     ASSERT_TRUE(r.status.ok()) << r.code() << " " << r.status.error_message();
     EXPECT_EQ(r.response.config(), kServedMap);
   }
@@ -1107,6 +1189,8 @@ class ServiceAttackTest : public ::testing::Test {
   static ServiceFiles* files_;
   static std::string* token_;
   std::unique_ptr<ServiceProcess> lps_;
+  std::unique_ptr<TempDir> node_proxy_dir_;
+  std::unique_ptr<Haproxy> node_proxy_;
 };
 
 ServiceFiles* ServiceAttackTest::files_ = nullptr;
@@ -1276,7 +1360,7 @@ TEST_F(ServiceAttackTest, AClientThatNeverReadsIsParkedAtNoCost) {
   const double cpu_before = CpuSeconds(pid());
   int served = 0;
   for (int i = 0; i < 5; ++i) {
-    served += NodeCall(*files_, lps_->port(), *token_, seconds(10)).status.ok();
+    served += NodeCall(*files_, node_port(), *token_, seconds(10)).status.ok();
     std::this_thread::sleep_for(milliseconds(200));
   }
   const double cpu = CpuSeconds(pid()) - cpu_before;
@@ -1291,6 +1375,34 @@ TEST_F(ServiceAttackTest, AClientThatNeverReadsIsParkedAtNoCost) {
             << (RssKb(pid()) - idle_kb) / 1024 << " MiB" << std::endl;
   c.reset();
   ExpectStillServing();
+}
+
+TEST_F(ServiceAttackTest, SlowProxyHeadersOnTwoHundredConnections) {
+  StartService({}, {"--proxy-protocol"});
+  StartNodeProxy();
+  ExpectWithstood(RunAttack("slow PROXY headers, 200 connections", 1, SlowProxyHeaders));
+}
+
+TEST_F(ServiceAttackTest, GarbageProxyHeadersAreRefusedAtOnce) {
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.push_back("--proxy-protocol");
+  StartService({}, flags);
+  StartNodeProxy();
+  std::atomic<int> unclosed{0};
+  CaseResult r = RunAttack("garbage PROXY headers", 2,
+                           [&](AttackCtl& ctl) { GarbageProxyHeaders(ctl, &unclosed); });
+  ExpectWithstood(r);
+  EXPECT_EQ(unclosed.load(), 0) << "connections not closed within a second of their opening";
+  // Each refused connection counted once (the node's, through HAProxy, are not refused).
+  std::optional<double> invalid;
+  WaitFor(
+      [&] {
+        invalid = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"),
+                              "lp_transport_events_total", {{"event", "proxy_header_invalid"}});
+        return invalid == static_cast<double>(r.connections);
+      },
+      seconds(10));
+  EXPECT_EQ(invalid, static_cast<double>(r.connections));
 }
 
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
@@ -1309,7 +1421,7 @@ TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
   std::vector<int> idle;
   {
     // While the fds are exhausted a node may well be refused: counted, not asserted.
-    NodeClient node(*files_, lps_->port(), *token_);
+    NodeClient node(*files_, node_port(), *token_);
     idle = ConnectMany(lps_->port(), kIdleConnections, seconds(1));
     std::this_thread::sleep_for(kHold);
     node.Stop();
@@ -1324,12 +1436,12 @@ TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
   GrpcReply first;
   do {
     auto left = std::chrono::duration_cast<milliseconds>(recovered_by - steady_clock::now());
-    first = NodeCall(*files_, lps_->port(), *token_,
+    first = NodeCall(*files_, node_port(), *token_,
                      std::clamp(left, milliseconds(100), kLegitDeadline));
   } while (!first.status.ok() && steady_clock::now() < recovered_by);
   int ok_after = 0;
   if (first.status.ok()) {
-    for (int i = 0; i < 10; ++i) ok_after += NodeCall(*files_, lps_->port(), *token_).status.ok();
+    for (int i = 0; i < 10; ++i) ok_after += NodeCall(*files_, node_port(), *token_).status.ok();
   }
   rss.Stop();
   r.peak_kb = rss.peak_kb();
@@ -1416,7 +1528,7 @@ TEST_F(ServiceAttackTest, AMemoryLimitRefusesConnectionsBeforeTheKernelWould) {
   held.clear();
   GrpcReply r;
   for (auto until = steady_clock::now() + seconds(20); steady_clock::now() < until;) {
-    r = NodeCall(*files_, lps_->port(), *token_, seconds(10));
+    r = NodeCall(*files_, node_port(), *token_, seconds(10));
     if (r.status.ok()) break;
     std::this_thread::sleep_for(milliseconds(100));
   }
