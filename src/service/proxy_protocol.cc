@@ -1,11 +1,15 @@
 #include "service/proxy_protocol.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace hotfix::service {
 namespace {
@@ -27,6 +31,9 @@ constexpr uint8_t kProtocolStream = 0x1;
 constexpr size_t kInetAddressBytes = 4 + 4 + 2 + 2;
 constexpr size_t kInet6AddressBytes = 16 + 16 + 2 + 2;
 
+constexpr std::string_view kVersion1Tag = "PROXY ";
+constexpr size_t kMaxVersion1Bytes = 107;
+
 ProxyHeader Invalid(std::string why) {
   ProxyHeader h;
   h.state = ProxyHeader::kInvalid;
@@ -40,18 +47,83 @@ uint16_t Uint16(std::string_view bytes, size_t at) {
   return static_cast<uint16_t>((Byte(bytes, at) << 8) | Byte(bytes, at + 1));
 }
 
-}  // namespace
+// Whether `bytes` (maybe fewer) begin as `prefix` does.
+bool BeginsAs(std::string_view bytes, std::string_view prefix) {
+  const size_t n = std::min(bytes.size(), prefix.size());
+  return bytes.substr(0, n) == prefix.substr(0, n);
+}
 
-ProxyHeader ParseProxyHeader(std::string_view bytes) {
-  const size_t seen = std::min(bytes.size(), kSignatureBytes);
-  if (std::memcmp(bytes.data(), kSignature, seen) != 0) {
-    constexpr std::string_view kVersion1 = "PROXY ";
-    const size_t n = std::min(bytes.size(), kVersion1.size());
-    if (bytes.substr(0, n) == kVersion1.substr(0, n)) {
-      return Invalid("a version 1 (text) header; only version 2 is accepted");
-    }
-    return Invalid("the connection does not start with a version 2 header");
+ProxyHeader NeedMore(size_t size) {
+  ProxyHeader h;
+  h.size = size;
+  return h;
+}
+
+// 1-5 digits, at most 65535.
+std::optional<uint16_t> ParsePort(std::string_view text) {
+  if (text.empty() || text.size() > 5) return std::nullopt;
+  uint32_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<uint32_t>(c - '0');
   }
+  if (value > 65535) return std::nullopt;
+  return static_cast<uint16_t>(value);
+}
+
+// doc/proxy-protocol.txt, 2.1: "PROXY TCP4|TCP6 SRC DST SRCPORT DSTPORT\r\n", or
+// "PROXY UNKNOWN" and anything up to the CRLF; 107 bytes at most. Every byte before the CRLF
+// is the header's, so a reader may take one more at a time without reading past it.
+ProxyHeader ParseVersion1(std::string_view bytes) {
+  if (bytes.size() < kVersion1Tag.size()) return NeedMore(kVersion1Tag.size());
+  const size_t end = bytes.substr(0, kMaxVersion1Bytes).find("\r\n");
+  if (end == std::string_view::npos) {
+    if (bytes.size() >= kMaxVersion1Bytes) {
+      return Invalid("a version 1 line without its CRLF in " + std::to_string(kMaxVersion1Bytes) +
+                     " bytes");
+    }
+    return NeedMore(bytes.size() + 1);
+  }
+  std::vector<std::string> words;
+  for (std::string_view rest = bytes.substr(0, end);;) {
+    const size_t space = rest.find(' ');
+    words.emplace_back(rest.substr(0, space));
+    if (space == std::string_view::npos) break;
+    rest.remove_prefix(space + 1);
+  }
+  ProxyHeader h;
+  h.state = ProxyHeader::kComplete;
+  h.size = end + 2;
+  if (words.size() >= 2 && words[1] == "UNKNOWN") return h;  // the proxy's own connection
+  if (words.size() != 6 || (words[1] != "TCP4" && words[1] != "TCP6")) {
+    return Invalid("a version 1 line that is not \"PROXY TCP4|TCP6 SRC DST SRCPORT DSTPORT\"");
+  }
+  sockaddr_storage source{};
+  std::array<unsigned char, sizeof(in6_addr)> destination{};
+  const std::optional<uint16_t> port = ParsePort(words[4]);
+  if (words[1] == "TCP4") {
+    auto* in = reinterpret_cast<sockaddr_in*>(&source);
+    in->sin_family = AF_INET;
+    if (inet_pton(AF_INET, words[2].c_str(), &in->sin_addr) != 1 ||
+        inet_pton(AF_INET, words[3].c_str(), destination.data()) != 1) {
+      return Invalid("a version 1 line whose addresses are not IPv4");
+    }
+    in->sin_port = htons(port.value_or(0));
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&source);
+    in6->sin6_family = AF_INET6;
+    if (inet_pton(AF_INET6, words[2].c_str(), &in6->sin6_addr) != 1 ||
+        inet_pton(AF_INET6, words[3].c_str(), destination.data()) != 1) {
+      return Invalid("a version 1 line whose addresses are not IPv6");
+    }
+    in6->sin6_port = htons(port.value_or(0));
+  }
+  if (!port || !ParsePort(words[5])) return Invalid("a version 1 line whose ports are not 0-65535");
+  h.source = source;
+  return h;
+}
+
+ProxyHeader ParseVersion2(std::string_view bytes) {
   ProxyHeader h;
   h.size = kPrefixBytes;
   if (bytes.size() < kPrefixBytes) return h;
@@ -99,6 +171,18 @@ ProxyHeader ParseProxyHeader(std::string_view bytes) {
   }
   h.source = source;  // what follows the addresses (TLVs) is skipped: nothing here needs it
   return h;
+}
+
+}  // namespace
+
+ProxyHeader ParseProxyHeader(std::string_view bytes) {
+  // The first bytes tell the version; read no more than either needs to tell.
+  if (bytes.empty()) return NeedMore(kVersion1Tag.size());
+  if (BeginsAs(bytes, kVersion1Tag)) return ParseVersion1(bytes);
+  if (!BeginsAs(bytes, std::string_view(kSignature, kSignatureBytes))) {
+    return Invalid("the connection does not start with a PROXY protocol header");
+  }
+  return ParseVersion2(bytes);
 }
 
 }  // namespace hotfix::service

@@ -1,7 +1,8 @@
-// The PROXY protocol, version 2 (the binary header HAProxy's `send-proxy-v2`, nginx's
-// `proxy_protocol on` and Envoy's `proxy_protocol` transport socket put before a connection's
-// first byte): which address the proxy accepted the connection from. The spec is HAProxy's
-// doc/proxy-protocol.txt, section 2.2. I/O-free: the listener reads no more than `size` says
+// The PROXY protocol: the header a proxy puts before a connection's first byte saying which
+// address it accepted the connection from. Version 2, binary (HAProxy's `send-proxy-v2`,
+// Envoy's `proxy_protocol` transport socket), and version 1, a text line (nginx's
+// `proxy_protocol on`, the only one nginx sends); the spec, HAProxy's doc/proxy-protocol.txt,
+// asks a receiver to take both. I/O-free: the listener reads no more than `size` says
 // the header still needs, so the TLS handshake after it is untouched.
 //
 // Hand-written because no library Debian packages parses it (HAProxy, nginx and Envoy each
@@ -24,7 +25,8 @@
 
 namespace hotfix::service {
 
-// The longest header accepted: the 16-byte prefix and 512 bytes after it, room for two IPv6
+// The longest version 2 header accepted (a version 1 line is at most 107 bytes, by the spec):
+// the 16-byte prefix and 512 bytes after it, room for two IPv6
 // addresses (36 bytes) and the TLVs proxies add (ALPN, authority, unique ID, TLS details).
 // The protocol allows 65,535; a peer that declares more is refused before it sends them.
 inline constexpr size_t kMaxProxyHeaderBytes = 16 + 512;
@@ -33,8 +35,9 @@ struct ProxyHeader {
   enum State { kNeedMore, kComplete, kInvalid };
   State state = kNeedMore;
   // kComplete: the header's length, to consume before the connection's own bytes.
-  // kNeedMore: the bytes the header needs at least: 16 until its fixed prefix is in, then its
-  // whole length.
+  // kNeedMore: the bytes the header needs at least: 6 until the version shows, then for version
+  // 2 its 16-byte prefix and then its whole length, for version 1 one more byte (every byte
+  // before its CRLF is the line's).
   size_t size = 0;
   // kComplete: the address the proxy accepted from (PROXY over TCP/IPv4 or IPv6). Empty for
   // LOCAL (the proxy's own connection, e.g. its health check) and for an unspecified or

@@ -1,11 +1,12 @@
 // The first bytes of every connection to a listener with --proxy-protocol: the PROXY protocol
-// v2 header (src/service/proxy_protocol.cc, ParseProxyHeader), read before TLS from whoever
-// connects.
+// header, version 1 or 2 (src/service/proxy_protocol.cc, ParseProxyHeader), read before TLS
+// from whoever connects.
 //
 // Input: the bytes a peer sent first.
 //
 // Properties:
-// - a complete header is 16 to kMaxProxyHeaderBytes bytes, no more than were given, and its
+// - a complete header is 15 ("PROXY UNKNOWN\r\n") to kMaxProxyHeaderBytes bytes, no more than were
+// given, and its
 //   source, when there is one, is an IPv4 or IPv6 address;
 // - the answer does not depend on what follows a complete header, and every shorter prefix of
 //   it needs more (a header is never judged before it is whole);
@@ -28,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ProxyHeader h = ParseProxyHeader(bytes);
   switch (h.state) {
     case ProxyHeader::kComplete: {
-      FUZZ_CHECK(h.size >= 16 && h.size <= kMaxProxyHeaderBytes && h.size <= size);
+      FUZZ_CHECK(h.size >= 15 && h.size <= kMaxProxyHeaderBytes && h.size <= size);
       if (h.source) {
         FUZZ_CHECK(h.source->ss_family == AF_INET || h.source->ss_family == AF_INET6);
       }

@@ -1,10 +1,11 @@
-// live-patching-service --proxy-protocol behind the real HAProxy with the shipped config's
-// send-proxy-v2: nodes on loopback addresses of their own (127.0.0.2, 127.0.0.3) connect to
-// HAProxy, which connects to the service from 127.0.0.1. The service must see each node's
-// address, not the proxy's: in its per-peer connection limit and in its access log.
+// live-patching-service --proxy-protocol behind the real proxies with the shipped configs:
+// HAProxy's send-proxy-v2 (version 2) and nginx's proxy_protocol on (version 1). Nodes on
+// loopback addresses of their own (127.0.0.2, 127.0.0.3) connect to the proxy, which
+// connects to the service from 127.0.0.1. The service must see each node's address, not the
+// proxy's: in its per-peer connection limit and in its access log.
 //
-//   node 127.0.0.2 --+                          PROXY v2 header, then the node's TLS bytes
-//   node 127.0.0.3 --+--> HAProxy (send-proxy-v2) -----------> live-patching-service
+//   node 127.0.0.2 --+                        PROXY header, then the node's TLS bytes
+//   node 127.0.0.3 --+--> HAProxy or nginx ----------------> live-patching-service
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -24,6 +25,7 @@
 
 #include "h2_frames.h"
 #include "haproxy.h"
+#include "nginx.h"
 #include "raw_h2_server.h"
 #include "service_fixture.h"
 #include "socket_util.h"
@@ -111,7 +113,12 @@ class NodeConnection {
   SSL* ssl_ = nullptr;
 };
 
-class ProxyProtocolTest : public ::testing::Test {
+enum class Proxy { kHaproxy, kNginx };
+void PrintTo(Proxy proxy, std::ostream* os) {
+  *os << (proxy == Proxy::kHaproxy ? "HAProxy" : "Nginx");
+}
+
+class ProxyProtocolTest : public ::testing::TestWithParam<Proxy> {
  protected:
   ProxyProtocolTest() {
     net::IgnoreSigpipe();
@@ -119,20 +126,27 @@ class ProxyProtocolTest : public ::testing::Test {
   }
   void TearDown() override {
     if (HasFailure() && lps_) ADD_FAILURE() << "service stderr:\n" << lps_->Stderr();
-    if (HasFailure() && proxy_) ADD_FAILURE() << "HAProxy:\n" << proxy_->Log();
+    if (HasFailure() && haproxy_) ADD_FAILURE() << "HAProxy:\n" << haproxy_->Log();
+    if (HasFailure() && nginx_) ADD_FAILURE() << "nginx:\n" << nginx_->Log();
   }
 
   void Start(const std::vector<std::string>& flags) {
     std::vector<std::string> all = kMetricsFlags;
     all.insert(all.end(), flags.begin(), flags.end());
     lps_ = std::make_unique<ServiceProcess>(files_.Args(all));
-    HaproxyOptions options = AlpnRouteOptions(lps_->port(), apiserver_.port());
-    options.send_proxy_v2 = true;
-    proxy_ = std::make_unique<Haproxy>(std::move(options));
+    if (GetParam() == Proxy::kHaproxy) {
+      HaproxyOptions options = AlpnRouteOptions(lps_->port(), apiserver_.port());
+      options.send_proxy_v2 = true;
+      haproxy_ = std::make_unique<Haproxy>(std::move(options));
+    } else {
+      nginx_ = std::make_unique<Nginx>(LoopbackAddress(lps_->port()),
+                                       LoopbackAddress(apiserver_.port()), true);
+    }
   }
+  uint16_t ProxyPort() const { return haproxy_ ? haproxy_->frontend_port() : nginx_->port(); }
   std::unique_ptr<NodeConnection> Node(const std::string& source) {
     std::string error;
-    auto c = NodeConnection::Open(source, proxy_->frontend_port(), files_.tls_ca(), &error);
+    auto c = NodeConnection::Open(source, ProxyPort(), files_.tls_ca(), &error);
     if (!c) std::cout << "[proxy] " << error << std::endl;
     return c;
   }
@@ -144,13 +158,14 @@ class ProxyProtocolTest : public ::testing::Test {
   ServiceFiles files_;
   TlsPeer apiserver_{SilentApiserverOptions(files_.tls_ca(), kApiserverFqdn)};
   std::unique_ptr<ServiceProcess> lps_;
-  std::unique_ptr<Haproxy> proxy_;
+  std::unique_ptr<Haproxy> haproxy_;
+  std::unique_ptr<Nginx> nginx_;
 };
 
 // One connection per node: the second from 127.0.0.2 is refused while its first is open,
 // 127.0.0.3's is not (without the header every connection would be the proxy's, and the
 // third refused too); the call's access-log line names its node, not HAProxy.
-TEST_F(ProxyProtocolTest, PerPeerLimitAndAccessLogSeeTheNodesAddress) {
+TEST_P(ProxyProtocolTest, PerPeerLimitAndAccessLogSeeTheNodesAddress) {
   Start({"--proxy-protocol", "--max-connections-per-peer", "1"});
   std::unique_ptr<NodeConnection> first = Node("127.0.0.2");
   ASSERT_NE(first, nullptr);
@@ -171,7 +186,7 @@ TEST_F(ProxyProtocolTest, PerPeerLimitAndAccessLogSeeTheNodesAddress) {
 
 // The header is required: a client that reaches the service directly, without one, is refused
 // before TLS, counted and logged; the health port is not behind the proxy and needs none.
-TEST_F(ProxyProtocolTest, AConnectionWithoutTheHeaderIsRefused) {
+TEST_P(ProxyProtocolTest, AConnectionWithoutTheHeaderIsRefused) {
   Start({"--proxy-protocol"});
   TlsClientOptions direct;
   direct.port = lps_->port();
@@ -194,6 +209,23 @@ TEST_F(ProxyProtocolTest, AConnectionWithoutTheHeaderIsRefused) {
   std::unique_ptr<NodeConnection> node = Node("127.0.0.2");
   ASSERT_NE(node, nullptr);
 }
+
+// The apiserver's route through nginx's hop, which takes the header off again: a client that
+// does not offer aks-live-patching still reaches the apiserver (which reads no header).
+TEST_P(ProxyProtocolTest, TheApiserverGetsNoHeader) {
+  Start({"--proxy-protocol"});
+  TlsClientOptions client;
+  client.port = ProxyPort();
+  client.sni = kApiserverFqdn;
+  client.alpn = {"h2"};
+  client.ca_pem = files_.tls_ca().cert_pem();
+  TlsClientResult r = TlsHandshake(client);
+  EXPECT_TRUE(r.handshake_ok) << r.error;
+  EXPECT_EQ(apiserver_.accepted_count(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Proxies, ProxyProtocolTest,
+                         ::testing::Values(Proxy::kHaproxy, Proxy::kNginx));
 
 }  // namespace
 }  // namespace hotfix::testsupport

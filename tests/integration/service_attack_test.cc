@@ -818,14 +818,14 @@ void SlowProxyHeaders(AttackCtl& ctl) {
   for (int fd : fds) close(fd);
 }
 
-// --proxy-protocol: connection after connection opening with what is not a version 2
-// header: a version 1 line, TLS without a header, bytes of nothing, a header declaring
-// 65,535 bytes to follow. Each must be closed at once; `unclosed` counts those that were not
+// --proxy-protocol: connection after connection opening with what is no PROXY header: a
+// version 1 line with a bad address, TLS without a header, zeros, a version 2 header
+// declaring 65,535 bytes to follow. Each must be closed at once; `unclosed` counts those that were not
 // within a second.
 void GarbageProxyHeaders(AttackCtl& ctl, std::atomic<int>* unclosed) {
   const std::string signature("\r\n\r\n\0\r\nQUIT\n", 12);
   const std::string openings[] = {
-      "PROXY TCP4 192.0.2.7 10.0.0.5 40001 8443\r\n",
+      "PROXY TCP4 not-an-address 10.0.0.5 40001 8443\r\n",
       ClientHelloBytes(),
       std::string(64, '\x00'),
       signature + "\x21\x11\xff\xff",

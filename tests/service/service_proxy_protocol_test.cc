@@ -95,8 +95,32 @@ TEST(ProxyProtocolTest, EveryShorterPrefixNeedsMoreAndSaysHowMuch) {
   for (size_t n = 0; n < header.size(); ++n) {
     ProxyHeader h = ParseProxyHeader(header.substr(0, n));
     EXPECT_EQ(h.state, ProxyHeader::kNeedMore) << n;
-    EXPECT_EQ(h.size, n < 16 ? 16u : header.size()) << n;
+    EXPECT_EQ(h.size, n == 0 ? 6u : n < 16 ? 16u : header.size()) << n;
   }
+  const std::string line = "PROXY TCP4 192.0.2.7 10.0.0.5 40001 8443\r\n";
+  for (size_t n = 0; n < line.size(); ++n) {
+    ProxyHeader h = ParseProxyHeader(line.substr(0, n));
+    EXPECT_EQ(h.state, ProxyHeader::kNeedMore) << n;
+    EXPECT_EQ(h.size, n < 6 ? 6u : n + 1) << n;
+  }
+}
+
+// nginx's `proxy_protocol on` (version 1, the only one it sends).
+TEST(ProxyProtocolTest, AVersion1LineGivesTheNodesAddress) {
+  const std::string v4 = "PROXY TCP4 192.0.2.7 10.0.0.5 40001 8443\r\n";
+  ProxyHeader h = ParseProxyHeader(v4 + "\x16\x03\x01");
+  ASSERT_EQ(h.state, ProxyHeader::kComplete) << h.error.ToString();
+  EXPECT_EQ(h.size, v4.size());
+  EXPECT_EQ(SourceText(h), "192.0.2.7:40001");
+  h = ParseProxyHeader("PROXY TCP6 2001:db8::7 2001:db8::5 40002 8443\r\n");
+  ASSERT_EQ(h.state, ProxyHeader::kComplete) << h.error.ToString();
+  EXPECT_EQ(SourceText(h), "[2001:db8::7]:40002");
+  h = ParseProxyHeader("PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n");
+  ASSERT_EQ(h.state, ProxyHeader::kComplete);
+  EXPECT_FALSE(h.source.has_value());
+  h = ParseProxyHeader("PROXY UNKNOWN\r\n");
+  ASSERT_EQ(h.state, ProxyHeader::kComplete);
+  EXPECT_EQ(h.size, 15u);
 }
 
 TEST(ProxyProtocolTest, WhatIsNotAVersion2HeaderIsRefusedAtItsFirstWrongByte) {
@@ -105,9 +129,15 @@ TEST(ProxyProtocolTest, WhatIsNotAVersion2HeaderIsRefusedAtItsFirstWrongByte) {
     const char* why;
   };
   const Case cases[] = {
-      {"\x16\x03\x01", "does not start with a version 2 header"},  // TLS without a header
-      {"PRO", "a version 1 (text) header"},
-      {"PROXY TCP4 192.0.2.7 10.0.0.5 40001 8443\r\n", "a version 1 (text) header"},
+      {"\x16\x03\x01", "does not start with a PROXY protocol header"},  // bare TLS
+      {"PROX!", "does not start with a PROXY protocol header"},
+      {"PROXY TCP4 192.0.2.7 10.0.0.5 40001\r\n", "not \"PROXY TCP4|TCP6"},
+      {"PROXY UDP4 192.0.2.7 10.0.0.5 1 2\r\n", "not \"PROXY TCP4|TCP6"},
+      {"PROXY TCP4 192.0.2.7 2001:db8::5 1 2\r\n", "addresses are not IPv4"},
+      {"PROXY TCP6 192.0.2.7 10.0.0.5 1 2\r\n", "addresses are not IPv6"},
+      {"PROXY TCP4 192.0.2.7 10.0.0.5 65536 2\r\n", "ports are not 0-65535"},
+      {"PROXY TCP4 192.0.2.7 10.0.0.5 1 -2\r\n", "ports are not 0-65535"},
+      {"PROXY " + std::string(101, 'x'), "without its CRLF in 107 bytes"},
       {Header(0x11, 0x11, Ipv4Block("192.0.2.7", 1)), "version 1, not 2"},
       {Header(0x22, 0x11, Ipv4Block("192.0.2.7", 1)), "command 2 is neither LOCAL nor PROXY"},
       {Header(0x21, 0x41, Ipv4Block("192.0.2.7", 1)), "address family 4"},

@@ -31,11 +31,14 @@ std::filesystem::path Nginx::ReferenceConfig() {
   return source / "deploy" / "nginx" / "nginx.conf";
 }
 
-Nginx::Nginx(const std::string& service_addr, const std::string& apiserver_addr) {
+Nginx::Nginx(const std::string& service_addr, const std::string& apiserver_addr,
+             bool send_proxy_protocol)
+    : service_addr_(service_addr),
+      apiserver_addr_(apiserver_addr),
+      send_proxy_protocol_(send_proxy_protocol) {
   std::filesystem::copy_file(ReferenceConfig(), dir_.File("nginx.conf"));
-  dir_.Write("lp-upstreams.conf", "upstream live_patching { server " + service_addr +
-                                      "; }\nupstream apiserver { server " + apiserver_addr +
-                                      "; }\n");
+  dir_.Write("lp-proxy-protocol.conf",
+             send_proxy_protocol ? "proxy_protocol on;\n" : "proxy_protocol off;\n");
   std::string failure;
   for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
     if (TryStart(PickFreePort(), &failure)) return;
@@ -61,6 +64,12 @@ std::vector<std::string> Nginx::Argv(const std::vector<std::string>& extra) cons
 
 bool Nginx::TryStart(uint16_t port, std::string* failure) {
   dir_.Write("lp-listen.conf", "listen 127.0.0.1:" + std::to_string(port) + ";\n");
+  const std::string hop = "127.0.0.1:" + std::to_string(PickFreePort());
+  dir_.Write("lp-upstreams.conf", "upstream live_patching { server " + service_addr_ +
+                                      "; }\nupstream apiserver { server " + apiserver_addr_ +
+                                      "; }\nupstream apiserver_hop { server " + hop + "; }\n");
+  dir_.Write("lp-apiserver-hop.conf",
+             "listen " + hop + (send_proxy_protocol_ ? " proxy_protocol;\n" : ";\n"));
   SpawnOptions spawn;
   spawn.argv = Argv();
   process_ = std::make_unique<Subprocess>(std::move(spawn));

@@ -1,7 +1,7 @@
 // Nginx: runs real nginx (stream + ssl_preread) in the foreground with deploy/nginx/nginx.conf
 // copied unchanged into a prefix folder, as the ALPN-routing proxy for clusters that front the
-// apiserver with nginx instead of Envoy. Only the two files the config includes (listen
-// address, upstreams) are the test's.
+// apiserver with nginx instead of Envoy. Only the files the config includes (listen address,
+// upstreams, the apiserver hop's listen, the PROXY header switch) are the test's.
 //
 //   Nginx nginx(LoopbackAddress(lps.port()), LoopbackAddress(apiserver.port()));
 //   ... connect to 127.0.0.1:nginx.port() ...   nginx.Log()
@@ -23,7 +23,10 @@ class Nginx {
  public:
   // Listening when this returns (a free port, retried if another process takes it); throws
   // std::runtime_error with nginx's own output if it does not start.
-  Nginx(const std::string& service_addr, const std::string& apiserver_addr);
+  // send_proxy_protocol: the shipped files' PROXY header to the service (--proxy-protocol);
+  // off, for backends that do not read one.
+  Nginx(const std::string& service_addr, const std::string& apiserver_addr,
+        bool send_proxy_protocol = false);
   ~Nginx();
   Nginx(const Nginx&) = delete;
   Nginx& operator=(const Nginx&) = delete;
@@ -42,6 +45,10 @@ class Nginx {
 
  private:
   bool TryStart(uint16_t port, std::string* failure);
+
+  std::string service_addr_;
+  std::string apiserver_addr_;
+  bool send_proxy_protocol_ = false;
 
   TempDir dir_{"lp-nginx"};
   uint16_t port_ = 0;
