@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 
+#include "service/kept_bytes_budget.h"
 #include "wire/grpc_framing.h"
 
 namespace hotfix::service {
@@ -40,6 +41,10 @@ struct H2Session::Stream {
   std::vector<std::pair<std::string, std::string>> metadata;
   uint64_t header_bytes = 0;
   bool headers_too_large = false;
+  // Bytes of kept metadata values and body charged to the process's budget, released when
+  // the stream ends; over_budget: the budget had no room, so nothing more is kept.
+  uint64_t charged = 0;
+  bool over_budget = false;
   std::string body;  // the length-prefixed request, up to max_request_bytes + 5
   bool body_too_large = false;
   bool dispatched = false;            // a reply is decided (sent, delayed, or being sent)
@@ -151,7 +156,14 @@ struct H2Callbacks {
                          key) != self.options_.kept_metadata.end()) {
       size_t same = std::count_if(stream->metadata.begin(), stream->metadata.end(),
                                   [key](const auto& kv) { return kv.first == key; });
-      if (same < kMaxValuesPerKey) stream->metadata.emplace_back(key, val);
+      if (same >= kMaxValuesPerKey || stream->over_budget) return 0;
+      if (!self.Charge(stream, val.size())) {
+        stream->over_budget = true;
+        stream->metadata.clear();
+        stream->metadata.shrink_to_fit();
+        return 0;
+      }
+      stream->metadata.emplace_back(key, val);
     }
     return 0;
   }
@@ -162,7 +174,10 @@ struct H2Callbacks {
     H2Session::Stream* stream = self.Find(stream_id);
     if (self.failed_ || stream == nullptr || stream->dispatched) return 0;
     size_t max = size_t{self.options_.limits.max_request_bytes} + wire::kGrpcPrefixSize;
-    if (stream->body.size() + len > max) {
+    if (!stream->over_budget && stream->body.size() + len <= max && !self.Charge(stream, len)) {
+      stream->over_budget = true;
+    }
+    if (stream->body.size() + len > max || stream->over_budget) {
       // Answered now: nothing more of this body is kept, and the peer need not finish it.
       stream->body_too_large = true;
       stream->body.clear();
@@ -225,6 +240,7 @@ struct H2Callbacks {
     auto it = std::find_if(self.streams_.begin(), self.streams_.end(),
                            [stream_id](const auto& s) { return s->id == stream_id; });
     if (it == self.streams_.end()) return 0;
+    self.Uncharge(it->get());
     self.streams_.erase(it);
     if (--self.streams_open_ == 0) self.idle_since_ = self.now_;
     return 0;
@@ -299,6 +315,19 @@ H2Session::H2Session(const H2SessionOptions& options, std::string peer, SteadyCl
 
 H2Session::~H2Session() {
   if (session_ != nullptr) nghttp2_session_del(session_);
+  for (const auto& stream : streams_) Uncharge(stream.get());
+}
+
+bool H2Session::Charge(Stream* stream, size_t n) {
+  if (options_.kept_bytes == nullptr) return true;
+  if (!options_.kept_bytes->TryCharge(n)) return false;
+  stream->charged += n;
+  return true;
+}
+
+void H2Session::Uncharge(Stream* stream) {
+  if (options_.kept_bytes != nullptr) options_.kept_bytes->Release(stream->charged);
+  stream->charged = 0;
 }
 
 void H2Session::Report(TransportEvent event, std::string_view detail) {
@@ -462,6 +491,15 @@ void H2Session::Dispatch(Stream* stream) {
   if (stream->method != "POST") return RespondHttp(stream, "405");
   if (!wire::IsGrpcContentType(stream->content_type)) return RespondHttp(stream, "415");
   GrpcReply reply;
+  if (stream->over_budget) {
+    // Other connections hold the process's share of request bytes: this one is refused at
+    // once rather than queued, and the node's client retries.
+    Report(TransportEvent::kKeptBytesOverBudget);
+    reply.code = GrpcCode::kResourceExhausted;
+    reply.error_message = "the service holds as many request bytes as it may (" +
+                          std::to_string(options_.kept_bytes->limit()) + "); retry later";
+    return Respond(stream, std::move(reply));
+  }
   if (stream->headers_too_large) {
     Report(TransportEvent::kHeaderListTooLarge);
     reply.code = GrpcCode::kResourceExhausted;

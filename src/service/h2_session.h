@@ -106,8 +106,12 @@ class TransportEventSink {
                                 std::string_view detail) = 0;
 };
 
+class KeptBytesBudget;
+
 struct H2SessionOptions {
   H2Limits limits;
+  // The process's budget of kept request bytes (kept_bytes_budget.h); borrowed, may be null.
+  KeptBytesBudget* kept_bytes = nullptr;
   GrpcHandler* handler = nullptr;        // borrowed
   TransportEventSink* events = nullptr;  // borrowed; may be null
   // Metadata keys (lower case) whose values reach GrpcCall::metadata; others are counted
@@ -151,6 +155,9 @@ class H2Session {
   friend struct H2Callbacks;
 
   void Fail(TransportEvent event, uint32_t error_code, std::string_view detail = {});
+  // The process's budget of kept request bytes for `stream` (false: no room, nothing charged).
+  bool Charge(Stream* stream, size_t n);
+  void Uncharge(Stream* stream);
   void Report(TransportEvent event, std::string_view detail = {});
   bool TakeControlFrameToken(SteadyClock::time_point now);
   bool TakeResetToken(SteadyClock::time_point now);

@@ -56,6 +56,11 @@ StatusOr<ConnectionBudget> BudgetConnections(uint64_t memory_limit, uint64_t res
   return b;
 }
 
+uint64_t KeptBytesBudgetFor(const std::optional<ConnectionBudget>& budget) {
+  if (!budget) return kDefaultKeptBytesBudget;
+  return (budget->memory_limit - budget->reserve) / 4;
+}
+
 StatusOr<uint64_t> ParseByteSize(std::string_view text) {
   struct Suffix {
     std::string_view name;

@@ -56,6 +56,13 @@ inline constexpr size_t kMinConnections = 16;
 StatusOr<ConnectionBudget> BudgetConnections(uint64_t memory_limit, uint64_t resident_now,
                                              const H2Limits& limits);
 
+// The request bytes every connection's streams may keep at once (kept_bytes_budget.h): a
+// quarter of what the connections may use, (memory_limit - reserve) / 4, so that a flood that
+// fills every stream at its caps still leaves the rest to TLS, output and the process;
+// kDefaultKeptBytesBudget without a memory limit. Nodes keep about 5 KiB per call.
+inline constexpr uint64_t kDefaultKeptBytesBudget = 256ull << 20;
+uint64_t KeptBytesBudgetFor(const std::optional<ConnectionBudget>& budget);
+
 // "268435456", "256Mi", "1Gi", "512M", "2G", "64Ki", "64k" (Kubernetes' quantity suffixes:
 // binary Ki/Mi/Gi/Ti, decimal k/M/G/T). InvalidArgument otherwise, or for 0.
 StatusOr<uint64_t> ParseByteSize(std::string_view text);

@@ -340,6 +340,7 @@ Status Server::Impl::StartGrpc() {
       max_connections = b->max_connections;
     }
   }
+  options.kept_bytes_budget = KeptBytesBudgetFor(budget);
   options.listeners.push_back(
       {config.listen, true, tls_handler.get(), "--listen", false, config.proxy_protocol});
   if (!config.health_listen.empty()) {
@@ -478,6 +479,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
        {"memory_limit", impl->budget ? FormatByteSize(impl->budget->memory_limit) : "none"},
        {"memory_limit_from", impl->memory_limit_from},
        {"connection_worst_case_bytes", static_cast<int64_t>(WorstCaseConnectionBytes(H2Limits{}))},
+       {"kept_request_bytes_budget", static_cast<int64_t>(KeptBytesBudgetFor(impl->budget))},
        {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)}});
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

@@ -40,6 +40,8 @@ const char* TransportEventName(TransportEvent event) {
       return "proxy_header_invalid";
     case TransportEvent::kProxyHeaderTimeout:
       return "proxy_header_timeout";
+    case TransportEvent::kKeptBytesOverBudget:
+      return "kept_bytes_over_budget";
     case TransportEvent::kCount:
       break;
   }

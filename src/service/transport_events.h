@@ -24,6 +24,7 @@ enum class TransportEvent {
   kOutputStalled,        // the peer stopped reading our output for too long
   kProxyHeaderInvalid,   // --proxy-protocol: the connection did not start with a valid header
   kProxyHeaderTimeout,   // --proxy-protocol: no whole header within the handshake timeout
+  kKeptBytesOverBudget,  // a request refused: the process's kept request bytes at their budget
   kCount,
 };
 

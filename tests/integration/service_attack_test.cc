@@ -820,8 +820,8 @@ void SlowProxyHeaders(AttackCtl& ctl) {
 
 // --proxy-protocol: connection after connection opening with what is no PROXY header: a
 // version 1 line with a bad address, TLS without a header, zeros, a version 2 header
-// declaring 65,535 bytes to follow. Each must be closed at once; `unclosed` counts those that were not
-// within a second.
+// declaring 65,535 bytes to follow. Each must be closed at once; `unclosed` counts those that were
+// not within a second.
 void GarbageProxyHeaders(AttackCtl& ctl, std::atomic<int>* unclosed) {
   const std::string signature("\r\n\r\n\0\r\nQUIT\n", 12);
   const std::string openings[] = {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "h2_frames.h"
+#include "service/kept_bytes_budget.h"
 #include "wire/grpc_unary.h"
 
 namespace hotfix::service {
@@ -170,6 +171,33 @@ TEST_F(H2SessionTest, AHeaderListOverTheLimitIsResourceExhaustedAndNeverHandled)
   EXPECT_THAT(r.status.message, ::testing::HasSubstr("header list larger than max"));
   EXPECT_TRUE(handler_.paths.empty());
   EXPECT_TRUE(Saw(TransportEvent::kHeaderListTooLarge));
+}
+
+// The process's budget of kept request bytes, shared by every connection: while others hold
+// it (charged here by hand), a call whose document does not fit is refused at once and never
+// handled; once they let go, the same call is served, and its bytes are released at its end.
+TEST_F(H2SessionTest, ACallOverTheProcesssKeptBytesBudgetIsResourceExhausted) {
+  KeptBytesBudget budget(4096);
+  options_.kept_bytes = &budget;
+  ASSERT_TRUE(budget.TryCharge(3000));  // other connections' streams
+  const std::vector<wire::Metadata> document = {{"authorization", std::string(2000, 'd'), true}};
+  {
+    H2Session session(options_, "p", now_);
+    wire::UnaryResponse r = Call(session, "m", document);
+    EXPECT_EQ(r.status.code, GrpcCode::kResourceExhausted);
+    EXPECT_EQ(r.status.message,
+              "the service holds as many request bytes as it may (4096); "
+              "retry later");
+    EXPECT_TRUE(handler_.paths.empty());
+    EXPECT_TRUE(Saw(TransportEvent::kKeptBytesOverBudget));
+  }
+  EXPECT_EQ(budget.used(), 3000u);  // nothing of the refused call is left charged
+  budget.Release(3000);
+  H2Session session(options_, "p", now_);
+  ASSERT_TRUE(Call(session, "m", document).status.ok());
+  EXPECT_EQ(handler_.paths.size(), 1u);
+  EXPECT_EQ(budget.used(), 0u);  // released when the stream ended
+  EXPECT_FALSE(budget.TryCharge(4097));
 }
 
 TEST_F(H2SessionTest, ADelayedReplyLeavesAtItsTimeAndNotBefore) {

@@ -114,4 +114,12 @@ TEST(ResidentBytesTest, IsThisProcessesResidentSet) {
 }
 
 }  // namespace
+// A quarter of what the connections may use; a fixed 256 MiB without a memory limit.
+TEST(MemoryBudgetTest, TheKeptBytesBudgetIsAQuarterOfTheConnectionsShare) {
+  auto budget = BudgetConnections(512ull << 20, 0, H2Limits{});
+  ASSERT_TRUE(budget.ok()) << budget.status().ToString();
+  EXPECT_EQ(KeptBytesBudgetFor(*budget), (512ull - 96) / 4 << 20);  // 104 MiB
+  EXPECT_EQ(KeptBytesBudgetFor(std::nullopt), 256ull << 20);
+}
+
 }  // namespace hotfix::service
