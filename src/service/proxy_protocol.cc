@@ -59,6 +59,23 @@ ProxyHeader NeedMore(size_t size) {
   return h;
 }
 
+// An IPv4 (4 bytes) or IPv6 (16 bytes) address in network order, and a port.
+sockaddr_storage SocketAddress(std::string_view address, uint16_t port) {
+  sockaddr_storage out{};
+  if (address.size() == sizeof(in_addr)) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&out);
+    in->sin_family = AF_INET;
+    std::memcpy(&in->sin_addr, address.data(), address.size());
+    in->sin_port = htons(port);
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&out);
+    in6->sin6_family = AF_INET6;
+    std::memcpy(&in6->sin6_addr, address.data(), sizeof(in6_addr));
+    in6->sin6_port = htons(port);
+  }
+  return out;
+}
+
 // 1-5 digits, at most 65535.
 std::optional<uint16_t> ParsePort(std::string_view text) {
   if (text.empty() || text.size() > 5) return std::nullopt;
@@ -98,28 +115,18 @@ ProxyHeader ParseVersion1(std::string_view bytes) {
   if (words.size() != 6 || (words[1] != "TCP4" && words[1] != "TCP6")) {
     return Invalid("a version 1 line that is not \"PROXY TCP4|TCP6 SRC DST SRCPORT DSTPORT\"");
   }
-  sockaddr_storage source{};
-  std::array<unsigned char, sizeof(in6_addr)> destination{};
-  const std::optional<uint16_t> port = ParsePort(words[4]);
-  if (words[1] == "TCP4") {
-    auto* in = reinterpret_cast<sockaddr_in*>(&source);
-    in->sin_family = AF_INET;
-    if (inet_pton(AF_INET, words[2].c_str(), &in->sin_addr) != 1 ||
-        inet_pton(AF_INET, words[3].c_str(), destination.data()) != 1) {
-      return Invalid("a version 1 line whose addresses are not IPv4");
-    }
-    in->sin_port = htons(port.value_or(0));
-  } else {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&source);
-    in6->sin6_family = AF_INET6;
-    if (inet_pton(AF_INET6, words[2].c_str(), &in6->sin6_addr) != 1 ||
-        inet_pton(AF_INET6, words[3].c_str(), destination.data()) != 1) {
-      return Invalid("a version 1 line whose addresses are not IPv6");
-    }
-    in6->sin6_port = htons(port.value_or(0));
+  const int family = words[1] == "TCP4" ? AF_INET : AF_INET6;
+  std::array<unsigned char, sizeof(in6_addr)> source{}, destination{};
+  if (inet_pton(family, words[2].c_str(), source.data()) != 1 ||
+      inet_pton(family, words[3].c_str(), destination.data()) != 1) {
+    return Invalid(std::string("a version 1 line whose addresses are not ") +
+                   (family == AF_INET ? "IPv4" : "IPv6"));
   }
+  const std::optional<uint16_t> port = ParsePort(words[4]);
   if (!port || !ParsePort(words[5])) return Invalid("a version 1 line whose ports are not 0-65535");
-  h.source = source;
+  const size_t address_bytes = family == AF_INET ? sizeof(in_addr) : sizeof(in6_addr);
+  h.source = SocketAddress(
+      std::string_view(reinterpret_cast<const char*>(source.data()), address_bytes), *port);
   return h;
 }
 
@@ -151,25 +158,18 @@ ProxyHeader ParseVersion2(std::string_view bytes) {
   if (command == kCommandLocal || family == kFamilyUnspec || family == kFamilyUnix) return h;
   if (protocol != kProtocolStream) return Invalid("a PROXY command over an unspecified protocol");
   const std::string_view block = bytes.substr(kPrefixBytes, length);
-  sockaddr_storage source{};
+  // What follows the addresses (TLVs) is skipped: nothing here needs it.
   if (family == kFamilyInet) {
     if (block.size() < kInetAddressBytes) {
       return Invalid("IPv4 addresses in " + std::to_string(block.size()) + " bytes, not 12");
     }
-    auto* in = reinterpret_cast<sockaddr_in*>(&source);
-    in->sin_family = AF_INET;
-    std::memcpy(&in->sin_addr, block.data(), 4);
-    in->sin_port = htons(Uint16(block, 8));
+    h.source = SocketAddress(block.substr(0, 4), Uint16(block, 8));
   } else {
     if (block.size() < kInet6AddressBytes) {
       return Invalid("IPv6 addresses in " + std::to_string(block.size()) + " bytes, not 36");
     }
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&source);
-    in6->sin6_family = AF_INET6;
-    std::memcpy(&in6->sin6_addr, block.data(), 16);
-    in6->sin6_port = htons(Uint16(block, 32));
+    h.source = SocketAddress(block.substr(0, 16), Uint16(block, 32));
   }
-  h.source = source;  // what follows the addresses (TLVs) is skipped: nothing here needs it
   return h;
 }
 

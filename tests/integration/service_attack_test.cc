@@ -855,6 +855,21 @@ void GarbageProxyHeaders(AttackCtl& ctl, std::atomic<int>* unclosed) {
   }
 }
 
+// Calls with grpc-timeout 99999999H (the largest the header allows, 11,415 years: the deadline
+// overflows a signed add unless clamped first) and a valid token, connection after
+// connection; `answered` counts those answered OK, `other` the rest.
+void OverflowingTimeouts(AttackCtl& ctl, const std::string& token, std::atomic<int>* answered,
+                         std::atomic<int>* other) {
+  const std::string block = RequestBlock({{"authorization", token}, {"grpc-timeout", "99999999H"}});
+  const std::string message = GrpcFrame(std::string("\x0a\x11") + "aksNodeController");
+  OnEachConnection(ctl, true, [&](H2Conn& c) {
+    if (!c.Send(h2::Headers(1, block, h2::kEndHeaders) + h2::Data(1, message, true))) return;
+    ctl.stats.frames += 2;
+    for (int i = 0; i < 100 && !c.GrpcStatus(1) && !c.closed(); ++i) c.Pump(milliseconds(20));
+    ++*(c.GrpcStatus(1) == 0 ? answered : other);
+  });
+}
+
 // ---- The node's side ---------------------------------------------------------------------
 
 // A node's call: a channel (so a TLS connection) of its own, the node's deadline.
@@ -1289,6 +1304,48 @@ TEST_F(ServiceAttackTest, BadTokensGetOneAnswerPerConnection) {
   }
   EXPECT_LE(lines, static_cast<uint64_t>(20 * (r.seconds + 2))) << lines << " refused lines";
   EXPECT_GT(not_logged, 0u);
+}
+
+// A document the trusted signer made 2 hours ago, valid 4 hours more, replayed on connection
+// after connection: refused as too old (--max-token-age 10m), checked once and then refused
+// from the refusal cache for the price of its hash, one answer per connection.
+TEST_F(ServiceAttackTest, AStaleTokenReplayedIsRefusedForAHash) {
+  AttestedDocumentFields old;
+  old.created_on = std::chrono::system_clock::now() - std::chrono::hours(2);
+  old.expires_on = old.created_on + std::chrono::hours(6);
+  const std::string token = files_->Token(old);
+  StartService({}, {"--metrics-listen", "127.0.0.1:0"});
+  std::atomic<int> answers_max{0}, unclosed{0};
+  CaseResult r =
+      RunAttack("a stale token replayed, 4 calls pipelined per connection", 2,
+                [&](AttackCtl& ctl) { BadTokenFlood(ctl, token, &answers_max, &unclosed); });
+  ExpectWithstood(r);
+  EXPECT_EQ(answers_max.load(), 1) << "answers on one connection after its identity was refused";
+  EXPECT_EQ(unclosed.load(), 0);
+  EXPECT_GE(r.connections, 10u) << r.stats;
+  const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
+  EXPECT_GE(MetricValue(metrics, "lp_identity_failures_total", {{"reason", "expired"}}).value_or(0),
+            static_cast<double>(r.connections));
+  EXPECT_LE(MetricValue(metrics, "lp_identity_verifications_total").value_or(1e9), 3);
+  bool said_too_old = false;
+  for (const auto& line : lps_->AccessLog()) {
+    said_too_old |= line.value("identity_failure", "") == "expired" &&
+                    line.value("error", "").find("--max-token-age") != std::string::npos;
+  }
+  EXPECT_TRUE(said_too_old) << "no refused line naming --max-token-age";
+}
+
+// Deadlines past the clock's range, on calls that are otherwise a node's: each is answered OK
+// (the deadline clamped to the request timeout), nothing overflows (UBSan in this build).
+TEST_F(ServiceAttackTest, OverflowingGrpcTimeoutsAreClampedAndAnswered) {
+  StartService();
+  std::atomic<int> answered{0}, other{0};
+  CaseResult r = RunAttack("grpc-timeout 99999999H with a valid token", 2, [&](AttackCtl& ctl) {
+    OverflowingTimeouts(ctl, *token_, &answered, &other);
+  });
+  ExpectWithstood(r);
+  EXPECT_GE(answered.load(), 10) << r.stats;
+  EXPECT_EQ(other.load(), 0) << "calls with a huge grpc-timeout not answered OK";
 }
 
 TEST_F(ServiceAttackTest, GzipBombIsRefusedUninflated) {
