@@ -164,7 +164,7 @@ ProxyHeader ParseVersion2(std::string_view bytes) {
       return Invalid("IPv4 addresses in " + std::to_string(block.size()) + " bytes, not 12");
     }
     h.source = SocketAddress(block.substr(0, 4), Uint16(block, 8));
-  } else {
+  } else if (family == kFamilyInet6) {
     if (block.size() < kInet6AddressBytes) {
       return Invalid("IPv6 addresses in " + std::to_string(block.size()) + " bytes, not 36");
     }
