@@ -10,7 +10,7 @@
 #
 #   bench/node_boot_bench.sh [--rounds N] [--seconds S] [--parallel P] [--warm-up S]
 #                            [--tokens N] [--signer ec|rsa] [--idle-conns N]
-#                            [--through-haproxy] [--profile S]
+#                            [--through-haproxy] [--profile S] [--refused] [--client go|cxx]
 #
 #   --rounds N        measured rounds per server (default 3); order A,B then B,A, ...
 #   --seconds S       seconds per round during which calls are started (default 10)
@@ -28,6 +28,16 @@
 #   --idle-conns N    idle TLS+HTTP/2 connections for the memory figure (default 2000)
 #   --through-haproxy each server behind its own HAProxy (deploy/haproxy/haproxy.cfg); HAProxy's
 #                     CPU per call is reported too. Default: direct, the headline figure.
+#   --client go|cxx   the load generator: go (default), `benchclient boot` below; cxx,
+#                     bench/boot_client.cc, the node's own client (hotfix-agent check-hotfix's
+#                     fetch path: node config, CA, TLS dialer, HTTP/2 call) in P threads
+#   --refused         after the rounds, two more per server of the same length: every call a
+#                     document from a signer under a root neither server trusts, (a) the same
+#                     one each time (the service refuses it from its refusal cache for a
+#                     hash) and (b) a distinct one each time (the full check fails at the
+#                     chain); a call counts when answered UNAUTHENTICATED. The summary gives
+#                     CPU per refused call and its share of a good call's (issue 19's goal
+#                     for the identity step: at most 10 %)
 #   --profile S       after the rounds, one more (unrecorded) round of S s per server under
 #                     `perf record` with call graphs; the summary gets where each server's
 #                     CPU goes, bench/out/node-boot/perf-{cxx,go}-*.txt the full reports
@@ -68,7 +78,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 rounds=3 seconds=10 parallel=32 warmup=2 tokens='' signer=ec idle_conns=2000 via_proxy=0
-profile=0
+profile=0 refused=0 client=go
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -80,6 +90,8 @@ while (($#)); do
     --idle-conns) idle_conns=$2; shift 2 ;;
     --through-haproxy) via_proxy=1; shift ;;
     --profile) profile=$2; shift 2 ;;
+    --refused) refused=1; shift ;;
+    --client) client=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -90,6 +102,7 @@ done
 ((rounds >= 1 && seconds >= 1 && parallel >= 1 && idle_conns >= 1)) ||
   { echo "--rounds, --seconds, --parallel and --idle-conns must be at least 1" >&2; exit 2; }
 [[ $signer == ec || $signer == rsa ]] || { echo "--signer is ec or rsa" >&2; exit 2; }
+[[ $client == go || $client == cxx ]] || { echo "--client is go or cxx" >&2; exit 2; }
 [[ -n $tokens ]] || tokens=$(((rounds * seconds + warmup + profile) * 4000))
 if ! [[ $tokens =~ ^[0-9]+$ ]] || ((tokens < 100)); then echo "--tokens wants at least 100" >&2; exit 2; fi
 
@@ -125,7 +138,7 @@ else
   if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
     cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
       -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-    nice -n 10 ninja -j"$jobs" -C "$build_root/bench-svc" live-patching-service imds-standin \
+    nice -n 10 ninja -j"$jobs" -C "$build_root/bench-svc" live-patching-service imds-standin boot-client \
       >"$out/ninja.log" 2>&1 ||
       die "build failed (see $out/ninja.log). To bench the last commit instead:
   git worktree add --detach /tmp/lps-head HEAD && cd /tmp/lps-head &&
@@ -138,6 +151,8 @@ else
   cxx_origin="$build_root/bench-svc"
 fi
 imds_bin=$(dirname "$cxx_bin")/imds-standin
+boot_client=$root/$build_root/bench-svc/bin/boot-client
+[[ $client == go || -x $boot_client ]] || die "--client cxx: no $boot_client (build boot-client)"
 [[ -x $imds_bin ]] || imds_bin=''
 stack_bench_tools "$build_root"
 
@@ -147,6 +162,9 @@ source scripts/lib/certs.sh
 make_cluster_pki "$work/etc" bench-cluster-ca "$lps_name" "$fqdn"
 printf '%s' "$config" >"$work/etc/components/aksNodeController.json"
 stack_imds_pki "$work/pki" "$signer"
+# The node config --client cxx reads, as a node's: the apiserver's name and the cluster CA.
+printf '{"version":"v1","api_server_config":{"api_server_name":"%s"},"kubernetes_ca_cert":"%s"}\n' \
+  "$fqdn" "$(base64 -w0 "$work/etc/ca.pem")" >"$work/node-config.json"
 # A second root and signer that neither server trusts (validation only).
 stack_imds_pki "$work/pki-untrusted" "$signer"
 
@@ -241,6 +259,17 @@ declare -A cursor=([$cxx_label]=0 [$go_label]=0)
 samples=$out/samples.tsv
 printf 'round\tserver\tok\tfailed\telapsed_s\tcalls_per_s\tserver_cpu_s\tms_cpu_per_call\tcalls_per_cpu_s\tclient_cpu_s\tmachine_idle_pct\tp50_ms\tp99_ms\tproxy_cpu_s\n' >"$samples"
 failures=0
+# load ADDR ARGS...: the load generator --client names, with the arguments both take
+# (--tokens-file, --skip, --parallel, --seconds, --expect, --want-code).
+load() {
+  local addr=$1
+  shift
+  if [[ $client == cxx ]]; then
+    "$boot_client" --node-config "$work/node-config.json" --connect-to "$addr" "$@"
+  else
+    "$benchclient" boot --addr "$addr" --server-name "$fqdn" "$@"
+  fi
+}
 # run_boot LABEL ROUND SECONDS [record]: one round of the boot load against LABEL.
 run_boot() {
   local label=$1 r=$2 dur=$3 record=${4:-} f=$out/boot-$1-$2.txt
@@ -249,9 +278,8 @@ run_boot() {
   cpu0=$(cpu_ticks "${pid_of[$label]}")
   [[ -n ${proxy_pid_of[$label]:-} ]] && px0=$(cpu_ticks "${proxy_pid_of[$label]}")
   m0=$(machine)
-  "$benchclient" boot --addr "${addr_of[$label]}" --tokens-file "$pool" --skip "${cursor[$label]}" \
-    --parallel "$parallel" --seconds "$dur" --server-name "$fqdn" --expect "$config" \
-    >"$f" 2>"$f.err" || rc=$?
+  load "${addr_of[$label]}" --tokens-file "$pool" --skip "${cursor[$label]}" \
+    --parallel "$parallel" --seconds "$dur" --expect "$config" >"$f" 2>"$f.err" || rc=$?
   sleep 0.5  # the server finishes closing the last connections
   cpu1=$(cpu_ticks "${pid_of[$label]}")
   [[ -n ${proxy_pid_of[$label]:-} ]] && px1=$(cpu_ticks "${proxy_pid_of[$label]}")
@@ -314,6 +342,41 @@ for label in "${labels[@]}"; do
     { failures=$((failures + 1)); echo "$label: $lines OK pool calls but $distinct distinct documents" >&2; }
 done
 
+# --refused: refused calls, CPU per call, beside a good call's.
+refused_tsv=$out/refused.tsv
+if ((refused)); then
+  n=$((seconds * 4000))
+  log "refused calls: $seconds s per server, a repeated untrusted document, then distinct ones"
+  yes "$(head -1 "$work/untrusted.txt")" | head -n "$n" >"$work/refused-repeat.txt" || true
+  stack_mint_pool "$mint" "$work/pki-untrusted" "$n" "$work/refused-distinct.txt"
+  printf 'server\tkind\trefused\tfailed\tcalls_per_s\tserver_cpu_s\tms_cpu_per_call\n' >"$refused_tsv"
+  for label in "${labels[@]}"; do
+    for kind in repeat distinct; do
+      f=$out/refused-$kind-${label}.txt
+      sleep 1
+      c0=$(cpu_ticks "${pid_of[$label]}")
+      load "${addr_of[$label]}" --tokens-file "$work/refused-$kind.txt" --parallel "$parallel" \
+        --seconds "$seconds" --want-code 16 >"$f" 2>"$f.err" || true
+      sleep 0.5
+      c1=$(cpu_ticks "${pid_of[$label]}")
+      line=$(grep '^result ' "$f") || die "$label refused ($kind): benchclient boot failed"
+      ok=$(sed -n 's/.* ok=\([^ ]*\).*/\1/p' <<<"$line")
+      bad=$(sed -n 's/.* failed=\([^ ]*\).*/\1/p' <<<"$line")
+      cps=$(sed -n 's/.* calls_per_s=\([^ ]*\).*/\1/p' <<<"$line")
+      ((ok > 0)) || die "$label refused ($kind): no call answered UNAUTHENTICATED (see $f)"
+      if ((bad > 0)); then
+        failures=$((failures + bad))
+        echo "$label refused ($kind): $bad calls not answered UNAUTHENTICATED" >&2
+      fi
+      awk -v l="$label" -v k="$kind" -v ok="$ok" -v bad="$bad" -v cps="$cps" -v c0="$c0" \
+          -v c1="$c1" -v t="$tck" 'BEGIN { cpu = (c1 - c0) / t
+            printf "%s\t%s\t%d\t%d\t%s\t%.2f\t%.3f\n", l, k, ok, bad, cps, cpu, 1000 * cpu / ok }' \
+        >>"$refused_tsv"
+      tail -1 "$refused_tsv" | awk -F'\t' '{ printf "%s refused (%s): %d calls, %s/s, %.3f ms CPU per call\n", $1, $2, $3, $5, $7 }' >&2
+    done
+  done
+fi
+
 declare -A short_of=([$cxx_label]=cxx [$go_label]=go)
 if ((profile > 0)); then
   if command -v perf >/dev/null; then
@@ -357,6 +420,7 @@ summary=$out/summary.md
   echo "tree: $(git rev-parse --short HEAD)$( ((dirty)) && echo " + $dirty uncommitted files"); C++ server: $cxx_origin"
   [[ -z ${BENCH_CXX_ENV:-} ]] || echo "C++ server environment: $BENCH_CXX_ENV"
   ((${#cxx_extra[@]} == 0)) || echo "C++ server flags added by the bench: ${cxx_extra[*]}"
+  echo "load generator: $( [[ $client == cxx ]] && echo 'bench/boot_client.cc (the node'"'"'s own client, hotfix-agent'"'"'s fetch path)' || echo 'benchclient boot (Go)')"
   echo "load: one TCP+TLS connection per call, a distinct attested document per call ($signer signer," \
        "$token_bytes-byte token), $parallel connecting workers, $rounds rounds x ${seconds} s per server," \
        "alternating; $( ((via_proxy)) && echo 'each server behind HAProxy' || echo 'direct (no proxy)')"
@@ -395,6 +459,17 @@ summary=$out/summary.md
   awk -v a="${med_cpc[$cxx_label]}" -v b="${med_cpc[$go_label]}" -v c="${med_ms[$cxx_label]}" \
       -v d="${med_ms[$go_label]}" -v e="${med_cps[$cxx_label]}" -v f="${med_cps[$go_label]}" \
     'BEGIN { printf "| **ratio C++ / Go** | **%.2f** | %.2f | %.2f | | |\n", a / b, c / d, e / f }'
+  if ((refused)); then
+    echo
+    echo "## refused calls (a new connection each, a document from an untrusted signer)"
+    echo
+    echo "| server | document | refused calls | calls/s | ms CPU per refused call | share of a good call's |"
+    echo "|---|---|---|---|---|---|"
+    tail -n +2 "$refused_tsv" | while IFS=$'\t' read -r l k ok bad cps cpu ms; do
+      awk -v l="$l" -v k="$k" -v ok="$ok" -v cps="$cps" -v ms="$ms" -v good="${med_ms[$l]}" \
+        'BEGIN { printf "| %s | %s | %d | %s | %.3f | %.0f %% |\n", l, (k == "repeat") ? "the same one" : "a distinct one", ok, cps, ms, 100 * ms / good }'
+    done
+  fi
   echo
   echo "## memory (VmRSS, MB)"
   echo

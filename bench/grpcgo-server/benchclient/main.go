@@ -11,7 +11,7 @@
 //       prints "open N" once they are all up and waits for stdin to close.
 //   benchclient boot --addr HOST:PORT --tokens-file F [--skip K] [--parallel P] [--seconds S]
 //                    [--server-name SNI] [--authority A] [--timeout-ms T] [--expect CONFIG]
-//                    [--report VERSION]
+//                    [--report VERSION] [--want-code N]
 //       the node-boot load (bench/node_boot_bench.sh): P workers, each in a loop until S
 //       seconds have passed or the tokens run out: a new TCP connection, a full TLS handshake
 //       (no session resumption; SNI = --server-name, ALPN aks-live-patching,h2, certificate
@@ -26,7 +26,9 @@
 //                client_cpu_s=X tokens_used=N exhausted=0|1 p50_ms=X p99_ms=X max_ms=X
 //       then "codes ..." (grpc codes of non-OK answers), "alpn ..." (negotiated protocols)
 //       and "errors ..." (transport failures by stage); the first failures go to stderr.
-//       Exits 0 when every call was OK, 1 otherwise. With --report VERSION the one call is
+//       Exits 0 when every call was OK, 1 otherwise. With --want-code N a call counts (as
+//       "ok") when it ends with grpc code N instead (16: the refused-token rounds). With
+//       --report VERSION the one call is
 //       instead ReportHotfixOutcome{aksNodeController, VERSION's base, VERSION, INSTALLED},
 //       what download-hotfix sends after an install (bench/auto_halt_bench.sh).
 package main
@@ -156,6 +158,7 @@ type bootOptions struct {
 	addr, serverName, authority, userAgent, expect string
 	timeout                                        time.Duration
 	path                                           string // bootPath or reportPath
+	wantCode                                       int    // the code a call must end with
 	body                                           []byte // the gRPC-framed request of path
 }
 
@@ -380,7 +383,7 @@ func boot(o *bootOptions, tokensFile string, skip, parallel int, seconds float64
 				switch {
 				case errors.As(err, &be):
 					st.stages[be.stage]++
-				case code == 0:
+				case code == o.wantCode:
 					st.ok++
 					st.durations = append(st.durations, dt)
 					continue
@@ -492,6 +495,7 @@ func main() {
 	timeoutMs := fs.Int("timeout-ms", 3000, "boot: per-call budget from dial to answer (grpc-timeout: what is left of it)")
 	expect := fs.String("expect", "", "boot: the config an OK answer must carry (empty: any)")
 	report := fs.String("report", "", "boot: send ReportHotfixOutcome for this hotfix version (INSTALLED) instead of GetComponentConfig")
+	wantCode := fs.Int("want-code", 0, "boot: the grpc code a call must end with to count (16: refused tokens)")
 	fs.Parse(os.Args[2:])
 	switch os.Args[1] {
 	case "call":
@@ -523,6 +527,7 @@ func main() {
 			addr: *addr, serverName: *serverName, authority: *authority,
 			userAgent: "hotfix-agent/202604.01.0", expect: *expect,
 			timeout: time.Duration(*timeoutMs) * time.Millisecond, path: path, body: body,
+			wantCode: *wantCode,
 		}, *tokensFile, *skip, *parallel, *seconds)
 	default:
 		os.Exit(2)
