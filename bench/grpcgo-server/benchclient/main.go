@@ -262,7 +262,11 @@ func bootCall(o *bootOptions, token string) (code int, alpn, message string, err
 			}
 		case *http2.WindowUpdateFrame:
 		case *http2.GoAwayFrame:
-			return -1, alpn, "", failed("h2", "GOAWAY %v before the answer: %q", f.ErrCode, f.DebugData())
+			// A GOAWAY that names our stream as processed still lets it finish (RFC 9113,
+			// section 6.8): the service sends one with its answer to a refused identity.
+			if f.ErrCode != http2.ErrCodeNo || f.LastStreamID < 1 {
+				return -1, alpn, "", failed("h2", "GOAWAY %v before the answer: %q", f.ErrCode, f.DebugData())
+			}
 		case *http2.RSTStreamFrame:
 			return -1, alpn, "", failed("h2", "RST_STREAM %v", f.ErrCode)
 		case *http2.MetaHeadersFrame:
