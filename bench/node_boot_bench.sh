@@ -259,6 +259,8 @@ declare -A cursor=([$cxx_label]=0 [$go_label]=0)
 samples=$out/samples.tsv
 printf 'round\tserver\tok\tfailed\telapsed_s\tcalls_per_s\tserver_cpu_s\tms_cpu_per_call\tcalls_per_cpu_s\tclient_cpu_s\tmachine_idle_pct\tp50_ms\tp99_ms\tproxy_cpu_s\n' >"$samples"
 failures=0
+# get NAME: the NAME=VALUE field of the caller's $line (a load generator's `result` line).
+get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
 # load ADDR ARGS...: the load generator --client names, with the arguments both take
 # (--tokens-file, --skip, --parallel, --seconds, --expect, --want-code).
 load() {
@@ -286,7 +288,6 @@ run_boot() {
   m1=$(machine)
   local line
   line=$(grep '^result ' "$f") || { cat "$f" "$f.err" >&2; die "$label round $r: benchclient boot failed (rc $rc)"; }
-  get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
   local ok bad used exhausted
   ok=$(get ok) bad=$(get failed) used=$(get tokens_used) exhausted=$(get exhausted)
   cursor[$label]=$((cursor[$label] + used))
@@ -360,9 +361,7 @@ if ((refused)); then
       sleep 0.5
       c1=$(cpu_ticks "${pid_of[$label]}")
       line=$(grep '^result ' "$f") || die "$label refused ($kind): benchclient boot failed"
-      ok=$(sed -n 's/.* ok=\([^ ]*\).*/\1/p' <<<"$line")
-      bad=$(sed -n 's/.* failed=\([^ ]*\).*/\1/p' <<<"$line")
-      cps=$(sed -n 's/.* calls_per_s=\([^ ]*\).*/\1/p' <<<"$line")
+      ok=$(get ok) bad=$(get failed) cps=$(get calls_per_s)
       ((ok > 0)) || die "$label refused ($kind): no call answered UNAUTHENTICATED (see $f)"
       if ((bad > 0)); then
         failures=$((failures + bad))

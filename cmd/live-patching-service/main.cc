@@ -385,9 +385,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--health-listen", c.health_listen,
                  "ADDR:PORT for plaintext gRPC health only (kubelet's grpc probe cannot do TLS)");
   app.add_flag("--proxy-protocol", c.proxy_protocol,
-               "every connection to --listen starts with a PROXY protocol v2 header (HAProxy "
-               "send-proxy-v2, nginx proxy_protocol, Envoy's proxy_protocol transport socket): "
-               "its source is the peer; a connection without one is refused");
+               "every connection to --listen starts with a PROXY protocol header, version 2 "
+               "(HAProxy send-proxy-v2, Envoy's proxy_protocol transport socket) or 1 (nginx "
+               "proxy_protocol): its source is the peer; a connection without one is refused");
   auto* insecure = app.add_flag("--insecure-accept-any-token", c.insecure_accept_any_token,
                                 "DEVELOPMENT ONLY: accept any non-empty authorization unverified");
   app.add_option("--refresh-interval", f.refresh_interval,

@@ -8,7 +8,6 @@
 #include "service/tls_server_context.h"
 
 namespace hotfix::service {
-namespace {}  // namespace
 
 StatusOr<std::unique_ptr<AttestationRoots>> AttestationRoots::Load(
     std::string path, AttestedDocumentOptions options) {

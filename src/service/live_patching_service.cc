@@ -1,5 +1,7 @@
 #include "service/live_patching_service.h"
 
+#include <algorithm>
+
 #include "akslivepatching/v1/live_patching.pb.h"
 #include "common/text.h"
 #include "service/access_log.h"
@@ -65,8 +67,9 @@ bool LivePatchingServiceImpl::Authorize(const CallInput& input, CallDecision* de
   const std::vector<std::string>& patterns = options_.allowed_authorities;
   if (patterns.empty()) return true;
   const std::string host = MakeRolloutNode("", "", input.authority).cluster;
-  for (const std::string& pattern : patterns) {
-    if (MatchesClusterPattern(pattern, host)) return true;
+  if (std::any_of(patterns.begin(), patterns.end(),
+                  [&](const std::string& p) { return MatchesClusterPattern(p, host); })) {
+    return true;
   }
   decision->status =
       Refuse(GrpcCode::kPermissionDenied,

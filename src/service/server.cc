@@ -451,12 +451,11 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
     impl->metrics_port = impl->prometheus->port();
   }
 
-  std::string allowed;
-  for (const auto& s : c.allowed_subscriptions) allowed += (allowed.empty() ? "" : ",") + s;
-  std::string authorities;
-  for (const auto& a : c.allowed_authorities) {
-    authorities += (authorities.empty() ? "" : ",") + a;
-  }
+  auto listed = [](const std::vector<std::string>& values) {
+    std::string out;
+    for (const std::string& v : values) out += (out.empty() ? "" : ",") + v;
+    return out.empty() ? std::string("any") : out;
+  };
   log->Info(
       "live-patching-service serving",
       {{"version", c.version},
@@ -469,8 +468,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
        {"components_dir", c.components_dir},
        {"store_loaded", impl->loaded.load()},
        {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
-       {"allowed_subscriptions", allowed.empty() ? "any" : allowed},
-       {"allowed_authorities", authorities.empty() ? "any" : authorities},
+       {"allowed_subscriptions", listed(c.allowed_subscriptions)},
+       {"allowed_authorities", listed(c.allowed_authorities)},
        {"proxy_protocol", c.proxy_protocol},
        {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
        {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},

@@ -211,9 +211,9 @@ SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::stri
   out.signer_not_after = NotAfter(signer);
   if (!signer_name.empty()) {
     // A wildcard certificate (*.azure.com) is a TLS server's, never IMDS's signer: the name
-    // must be the certificate's own.
-    // With a leading-dot name OpenSSL matches the certificate's names by suffix, a wildcard
-    // SAN's text included (crypto/x509/v3_utl.c, equal_nocase): the name matched is checked.
+    // must be the certificate's own. With a leading-dot name OpenSSL matches the certificate's
+    // names by suffix, a wildcard SAN's text included (crypto/x509/v3_utl.c, equal_nocase), so
+    // the name it matched is checked too.
     char* matched = nullptr;
     const int found = X509_check_host(signer, signer_name.data(), signer_name.size(),
                                       X509_CHECK_FLAG_NO_WILDCARDS, &matched);

@@ -1094,8 +1094,8 @@ class ServiceAttackTest : public ::testing::Test {
   // so the shipped ALPN-routing config would send it to the apiserver; this one routes all).
   uint16_t node_port() const { return node_proxy_ ? node_proxy_->frontend_port() : lps_->port(); }
   void StartNodeProxy() {
-    TempDir* dir = new TempDir("node-proxy");
-    node_proxy_dir_.reset(dir);
+    node_proxy_dir_ = std::make_unique<TempDir>("node-proxy");
+    const TempDir* dir = node_proxy_dir_.get();
     HaproxyOptions options;
     options.service_addr = LoopbackAddress(lps_->port());
     options.apiserver_addr = LoopbackAddress(lps_->port());  // unused by this config
