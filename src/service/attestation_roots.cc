@@ -48,6 +48,7 @@ Status AttestationRoots::Build() {
       retired_.cache_evictions += old.cache_evictions;
       retired_.signer_cache_hits += old.signer_cache_hits;
       retired_.refusal_cache_hits += old.refusal_cache_hits;
+      retired_.signer_refusal_cache_hits += old.signer_refusal_cache_hits;
     }
     current_ = std::move(*auth);
   }
@@ -78,6 +79,7 @@ AuthenticatorStats AttestationRoots::stats() const {
   s.cache_evictions += retired_.cache_evictions;
   s.signer_cache_hits += retired_.signer_cache_hits;
   s.refusal_cache_hits += retired_.refusal_cache_hits;
+  s.signer_refusal_cache_hits += retired_.signer_refusal_cache_hits;
   return s;
 }
 

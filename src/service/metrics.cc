@@ -207,6 +207,10 @@ class ScrapedCollectable final : public prometheus::Collectable {
           {kMetricRefusalCacheHits,
            {"Refused tokens refused again from the refusal cache, without another check",
             static_cast<double>(s.refusal_cache_hits)}},
+          {kMetricSignerRefusalCacheHits,
+           {"Verifications refused for a kept signer certificate whose chain failed, without "
+            "its parse and chain",
+            static_cast<double>(s.signer_refusal_cache_hits)}},
       };
       for (const auto& [name, help_value] : counters) {
         auto family = Family(name, help_value.first, MetricType::Counter);

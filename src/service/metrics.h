@@ -103,6 +103,7 @@ inline constexpr char kMetricIdentityCacheEntries[] = "lp_identity_cache_entries
 inline constexpr char kMetricSignerCacheHits[] = "lp_signer_cache_hits_total";
 inline constexpr char kMetricRefusalCacheHits[] = "lp_identity_refusal_cache_hits_total";
 inline constexpr char kMetricSignerCacheEntries[] = "lp_signer_cache_entries";
+inline constexpr char kMetricSignerRefusalCacheHits[] = "lp_signer_refusal_cache_hits_total";
 inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracked_nodes";
 inline constexpr char kMetricLogLinesDropped[] = "lp_log_lines_dropped_total";
 

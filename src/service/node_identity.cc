@@ -27,6 +27,12 @@ AuthResult Fail(IdentityFailure failure, Status error) {
   return result;
 }
 
+// What the refusal cache keeps of a refused token's answer.
+struct Refusal {
+  IdentityFailure failure = IdentityFailure::kMalformed;
+  Status error;
+};
+
 class AttestedDocumentAuthenticator : public Authenticator {
  public:
   AttestedDocumentAuthenticator(AttestedDocumentOptions options,
@@ -37,8 +43,8 @@ class AttestedDocumentAuthenticator : public Authenticator {
         cache_(options_.cache_entries),
         refusals_(options_.refusal_cache_slots == 0
                       ? nullptr
-                      : std::make_unique<RefusalCache>(options_.refusal_cache_slots,
-                                                       options_.refusal_cache_ttl)) {
+                      : std::make_unique<RefusalCache<Refusal>>(options_.refusal_cache_slots,
+                                                                options_.refusal_cache_ttl)) {
     if (!options_.clock) options_.clock = [] { return Clock::now(); };
   }
 
@@ -58,11 +64,14 @@ class AttestedDocumentAuthenticator : public Authenticator {
     const TimePoint now = options_.clock();
     if (std::optional<AuthResult> cached = FromCache(*digest, now)) return *cached;
     if (refusals_) {
-      if (std::optional<AuthResult> refused = refusals_->Find(*digest, now)) return *refused;
+      if (std::optional<Refusal> refused = refusals_->Find(*digest, now)) {
+        refusal_cache_hits_.fetch_add(1, std::memory_order_relaxed);
+        return Fail(refused->failure, std::move(refused->error));
+      }
     }
     TimePoint cache_until;
     AuthResult result = Verify(token, now, &cache_until);
-    if (!result.ok() && refusals_) refusals_->Insert(*digest, result, now);
+    if (!result.ok() && refusals_) refusals_->Insert(*digest, {result.failure, result.error}, now);
     // Until the document expires, or its signer certificate does if that comes first.
     if (result.ok()) {
       result.remember =
@@ -84,7 +93,8 @@ class AttestedDocumentAuthenticator : public Authenticator {
     s.cache_entries = cache_.size();
     s.signer_cache_hits = verifier_->signer_cache_hits();
     s.signer_cache_entries = verifier_->signer_cache_entries();
-    s.refusal_cache_hits = refusals_ ? refusals_->hits() : 0;
+    s.signer_refusal_cache_hits = verifier_->signer_refusal_cache_hits();
+    s.refusal_cache_hits = refusal_cache_hits_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -125,7 +135,7 @@ class AttestedDocumentAuthenticator : public Authenticator {
       ERR_clear_error();
       return Fail(IdentityFailure::kMalformed, der.status());
     }
-    SignedDocument signed_doc = verifier_->Verify(*der);
+    SignedDocument signed_doc = verifier_->Verify(*der, now);
     if (!signed_doc.ok()) return Fail(signed_doc.failure, signed_doc.error);
     StatusOr<AttestedContent> content = ParseAttestedContent(signed_doc.content);
     if (!content.ok()) return Fail(IdentityFailure::kBadContent, content.status());
@@ -146,9 +156,10 @@ class AttestedDocumentAuthenticator : public Authenticator {
   std::unique_ptr<SignedDocumentVerifier> verifier_;
   MdPtr sha256_;  // fetched once: an implicit fetch per digest costs a provider lookup
   IdentityCache cache_;
-  std::unique_ptr<RefusalCache> refusals_;  // null when refusal_cache_slots is 0
+  std::unique_ptr<RefusalCache<Refusal>> refusals_;  // null when refusal_cache_slots is 0
   std::atomic<uint64_t> verifications_{0};
   std::atomic<uint64_t> cache_hits_{0};
+  std::atomic<uint64_t> refusal_cache_hits_{0};
 };
 
 class InsecureAnyTokenAuthenticator : public Authenticator {
@@ -191,9 +202,7 @@ StatusOr<std::unique_ptr<Authenticator>> NewAttestedDocumentAuthenticator(
   if (options.signer_name.empty()) {
     return Status::InvalidArgument("attested document signer name is empty");
   }
-  auto verifier =
-      SignedDocumentVerifier::Create(options.trust_roots_pem, options.anchors_are_issuers,
-                                     options.signer_name, options.signer_cache_entries);
+  auto verifier = SignedDocumentVerifier::Create(options);
   if (!verifier.ok()) return verifier.status();
   MdPtr sha256(EVP_MD_fetch(nullptr, "SHA256", nullptr));
   if (!sha256) return Status::Internal("fetching SHA-256: " + ossl::DrainErrors());

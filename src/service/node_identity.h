@@ -66,6 +66,10 @@ struct AuthenticatorStats {
   // its chain verification; the signature and every other check still ran.
   uint64_t signer_cache_hits = 0;
   uint64_t signer_cache_entries = 0;  // signer certificates held now
+  // Verifications (counted in `verifications`) that found the document's certificate among
+  // those whose chain failed (AttestedDocumentOptions::signer_refusal_slots) and so were
+  // refused as before without its parse and without building its chain.
+  uint64_t signer_refusal_cache_hits = 0;
   // Refusals repeated from the refusal cache (AttestedDocumentOptions::refusal_cache_slots)
   // without another check.
   uint64_t refusal_cache_hits = 0;
@@ -118,6 +122,13 @@ struct AttestedDocumentOptions {
   // this many slots (refusal_cache.h): a repeated bad token costs a hash. 0 turns it off.
   size_t refusal_cache_slots = 4096;
   std::chrono::seconds refusal_cache_ttl{60};
+  // Signer certificates whose chain to the roots failed, kept by SHA-256 of their DER for
+  // refusal_cache_ttl in a table of this many slots, with the full check's refusal: a later
+  // document embedding exactly those bytes, as its only certificate, in IMDS's layout and
+  // with the same envelope, gets that refusal after a parse of its envelope and a hash,
+  // without the certificate's parse and chain. Only chain failures are kept (never a bad
+  // signature, a wrong name or a certificate not yet valid). 0 turns it off.
+  size_t signer_refusal_slots = 256;
   // The time for timeStamp.createdOn/expiresOn and for cache expiry; empty: the system clock.
   // For tests. Certificate validity is still checked by OpenSSL against the real time.
   std::function<std::chrono::system_clock::time_point()> clock;

@@ -1,55 +1,74 @@
-// Refused tokens by digest, for a short while: a peer that repeats a bad token (HPACK makes a
-// repeat about 30 bytes) costs a SHA-256 and a lookup, not a base64 decode, a PKCS#7 parse and
-// a chain check each time. A fixed table of slots, each token's digest choosing one (a newer
-// refusal takes the slot of an older one), so its memory is fixed whatever peers send;
-// sharded locks. Thread-safe.
+// Refusals by SHA-256, for a short while: the same bad input again is refused for the price of
+// its hash. The authenticator keeps refused tokens in one (a repeated bad token, about 30 bytes
+// once HPACK has it, costs a SHA-256 and a lookup, not a base64 decode, a PKCS#7 parse and a
+// chain check each time); the signature layer keeps signer certificates whose chain failed in
+// another (signed_document.h). A fixed table of slots, each digest choosing one (a newer
+// refusal takes the slot of an older one), so its size is fixed whatever peers send; sharded
+// locks. Thread-safe.
 //
-//   RefusalCache refusals(4096, std::chrono::seconds(60));
-//   if (auto r = refusals.Find(digest, now)) return *r;      // the same failure and message
-//   ... verify; refused: refusals.Insert(digest, result, now);
+//   RefusalCache<Refusal> refusals(4096, std::chrono::seconds(60));
+//   if (std::optional<Refusal> r = refusals.Find(digest, now)) return *r;  // the same answer
+//   ... check; refused: refusals.Insert(digest, refusal, now);
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <vector>
 
-#include "service/identity_cache.h"
-#include "service/node_identity.h"
-
 namespace hotfix::service {
 
+template <typename Value>
 class RefusalCache {
  public:
+  using Key = std::array<unsigned char, 32>;  // a SHA-256
   using TimePoint = std::chrono::system_clock::time_point;
 
   // slots: at least 1; ttl: how long a refusal is repeated without another check.
-  RefusalCache(size_t slots, std::chrono::seconds ttl);
+  RefusalCache(size_t slots, std::chrono::seconds ttl)
+      : ttl_(ttl), slots_(slots == 0 ? 1 : slots) {}
 
   // The refusal kept for this digest, if it is younger than the ttl.
-  std::optional<AuthResult> Find(const Digest& digest, TimePoint now) const;
-  // Keeps a refusal (result.ok() is false) until now + ttl.
-  void Insert(const Digest& digest, const AuthResult& result, TimePoint now);
+  std::optional<Value> Find(const Key& digest, TimePoint now) const {
+    const size_t i = Index(digest);
+    std::lock_guard<std::mutex> lock(mu_[i % kShards]);
+    const Slot& slot = slots_[i];
+    if (!slot.used || slot.digest != digest || now >= slot.until) return std::nullopt;
+    return slot.value;
+  }
 
-  uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  // Keeps `value` until now + ttl, in the slot of whatever this digest's slot held.
+  void Insert(const Key& digest, Value value, TimePoint now) {
+    const size_t i = Index(digest);
+    std::lock_guard<std::mutex> lock(mu_[i % kShards]);
+    Slot& slot = slots_[i];
+    slot.digest = digest;
+    slot.used = true;
+    slot.until = now + ttl_;
+    slot.value = std::move(value);
+  }
 
  private:
   struct Slot {
-    Digest digest{};
+    Key digest{};
     bool used = false;
     TimePoint until;
-    IdentityFailure failure = IdentityFailure::kMalformed;
-    Status error;
+    Value value{};
   };
   static constexpr size_t kShards = 16;
-  size_t Index(const Digest& digest) const;
+
+  size_t Index(const Key& digest) const {
+    // A SHA-256 is uniform: its first bytes are as good an index as any hash of them.
+    uint64_t head = 0;
+    std::memcpy(&head, digest.data(), sizeof head);
+    return static_cast<size_t>(head % slots_.size());
+  }
 
   const std::chrono::seconds ttl_;
   std::vector<Slot> slots_;
   mutable std::array<std::mutex, kShards> mu_;  // slot i is guarded by mu_[i % kShards]
-  mutable std::atomic<uint64_t> hits_{0};
 };
 
 }  // namespace hotfix::service

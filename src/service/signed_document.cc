@@ -174,12 +174,12 @@ std::string SubjectOf(X509* cert) {
   return name;
 }
 
-// The full check of a document's DER, the reference for the signer cache's shortcut
-// (SignedDocumentVerifier::VerifyWithCachedSigner). When `verified` is not null and
-// the document verified, it receives the parsed document, for the signer cache to take the
-// signer certificate from.
+// The full check of a document's DER, the reference for the shortcuts of the kept
+// certificates (SignedDocumentVerifier::AnswerFromKeptCertificate). When `parsed` is not null
+// and the document passed the envelope checks, it receives the parsed document, for the
+// verifier to keep its certificate: trusted (the answer is ok) or refused.
 SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::string_view signer_name,
-                              Pkcs7Ptr* verified) {
+                              Pkcs7Ptr* parsed) {
   StatusOr<Pkcs7Ptr> p7 = ParseSignedData(der);
   if (!p7.ok()) return Malformed(p7.status().message());
   PKCS7* signed_data = p7->get();
@@ -189,6 +189,7 @@ SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::stri
   if (Status form = CheckEnvelope(signed_data, signed_data->d.sign->cert); !form.ok()) {
     return Malformed(form.message());
   }
+  if (parsed != nullptr) *parsed = std::move(p7).value();
 
   // The embedded certificates (no NOINTERN: IMDS ships its signer in the document) are
   // untrusted chain material; trust comes only from `roots`. BINARY: the content is JSON
@@ -241,7 +242,41 @@ SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::stri
   long len = BIO_get_mem_data(content.get(), &data);
   out.content.assign(data == nullptr ? "" : data, len > 0 ? static_cast<size_t>(len) : 0);
   ERR_clear_error();
-  if (verified != nullptr) *verified = std::move(p7).value();
+  return out;
+}
+
+// X509_verify_cert over the chain of `p7`'s one embedded certificate, set up as PKCS7_verify
+// sets it up (crypto/pkcs7/pk7_smime.c, PKCS7_verify): the document's certificates as the
+// untrusted ones, the "smime_sign" defaults under the store's own parameters (purpose any,
+// LoadTrustRoots), no CRLs. So its verdict and chain are the ones PKCS7_verify reached for
+// this certificate, which it checks before the signature. nullopt unless `p7` embeds exactly
+// one certificate and no CRLs, the only layout the kept certificates' shortcuts take.
+struct ChainCheck {
+  StoreCtxPtr ctx;  // the chain built and the error found (X509_STORE_CTX_get0_chain, _get_error)
+  bool verified = false;
+};
+std::optional<ChainCheck> CheckChainOfOnlyCertificate(PKCS7* p7, X509_STORE* roots) {
+  STACK_OF(X509)* embedded = p7->d.sign->cert;
+  if (sk_X509_num(embedded) != 1 || p7->d.sign->crl != nullptr) return std::nullopt;
+  ChainCheck check{StoreCtxPtr(X509_STORE_CTX_new())};
+  if (!check.ctx ||
+      X509_STORE_CTX_init(check.ctx.get(), roots, sk_X509_value(embedded, 0), embedded) != 1 ||
+      X509_STORE_CTX_set_default(check.ctx.get(), "smime_sign") != 1) {
+    ERR_clear_error();
+    return std::nullopt;
+  }
+  check.verified = X509_verify_cert(check.ctx.get()) == 1;
+  ERR_clear_error();
+  return check;
+}
+
+// The certificate's DER as i2d_X509 writes it (for a parsed certificate, the bytes it was
+// parsed from: OpenSSL keeps them).
+std::string DerOf(X509* cert) {
+  unsigned char* der = nullptr;
+  const int len = i2d_X509(cert, &der);
+  std::string out(reinterpret_cast<const char*>(der), len > 0 ? static_cast<size_t>(len) : 0);
+  OPENSSL_free(der);
   return out;
 }
 
@@ -284,29 +319,35 @@ StatusOr<std::string> DecodeToken(std::string_view token) {
 }
 
 StatusOr<std::unique_ptr<SignedDocumentVerifier>> SignedDocumentVerifier::Create(
-    std::string_view roots_pem, bool anchors_are_issuers, std::string signer_name,
-    size_t signer_cache_entries) {
-  StatusOr<StorePtr> roots = LoadTrustRoots(roots_pem, anchors_are_issuers);
+    const AttestedDocumentOptions& options) {
+  StatusOr<StorePtr> roots = LoadTrustRoots(options.trust_roots_pem, options.anchors_are_issuers);
   if (!roots.ok()) return roots.status();
   MdPtr sha256(EVP_MD_fetch(nullptr, "SHA256", nullptr));
   if (!sha256) return Status::Internal("fetching SHA-256: " + DrainErrors());
-  return std::unique_ptr<SignedDocumentVerifier>(new SignedDocumentVerifier(
-      std::move(roots).value(), std::move(signer_name), std::move(sha256), signer_cache_entries));
+  return std::unique_ptr<SignedDocumentVerifier>(
+      new SignedDocumentVerifier(std::move(roots).value(), options, std::move(sha256)));
 }
 
-SignedDocumentVerifier::SignedDocumentVerifier(StorePtr roots, std::string signer_name,
-                                               MdPtr sha256, size_t signer_cache_entries)
+SignedDocumentVerifier::SignedDocumentVerifier(StorePtr roots,
+                                               const AttestedDocumentOptions& options, MdPtr sha256)
     : roots_(std::move(roots)),
-      signer_name_(std::move(signer_name)),
+      signer_name_(options.signer_name),
       sha256_(std::move(sha256)),
-      signers_(signer_cache_entries) {}
+      signers_(options.signer_cache_entries),
+      refused_signers_(options.signer_refusal_slots == 0
+                           ? nullptr
+                           : std::make_unique<RefusedSigners>(options.signer_refusal_slots,
+                                                              options.refusal_cache_ttl)) {}
 
-SignedDocument SignedDocumentVerifier::Verify(std::string_view der) {
-  if (std::optional<SignedDocument> shortcut = VerifyWithCachedSigner(der)) return *shortcut;
+SignedDocument SignedDocumentVerifier::Verify(std::string_view der, TimePoint now) {
+  if (std::optional<SignedDocument> answer = AnswerFromKeptCertificate(der, now)) return *answer;
   ERR_clear_error();  // nothing the shortcut queued may reach the full check's messages
-  Pkcs7Ptr verified;
-  SignedDocument signed_doc = CheckSignedDer(der, roots_.get(), signer_name_, &verified);
-  if (verified) RememberSigner(verified.get(), signed_doc);
+  Pkcs7Ptr parsed;
+  SignedDocument signed_doc = CheckSignedDer(der, roots_.get(), signer_name_, &parsed);
+  if (parsed && signed_doc.ok()) RememberSigner(parsed.get(), signed_doc);
+  if (parsed && signed_doc.failure == IdentityFailure::kUntrustedSigner) {
+    RememberRefusedSigner(parsed.get(), signed_doc, now);
+  }
   return signed_doc;
 }
 
@@ -321,42 +362,73 @@ std::optional<CertDigest> SignedDocumentVerifier::Sha256(std::string_view bytes)
   return digest;
 }
 
-// The full check's answer for `der` (CheckSignedDer) when the certificate it embeds is in
-// the signer cache, without parsing that certificate again or verifying its chain again;
-// nullopt: run the full check. The shortcut only answers where the full check would give
-// the same answer: a document whose layout is not IMDS's (SplitOffCertificate), that does
-// not parse, is not DER or fails an envelope check goes to the full check, which refuses it
-// with its own message; outside the cached chain's validity too. What remains is the
-// signature, which PKCS7_verify checks exactly as in the full check, with the signer taken
-// from the cache (NOINTERN) and the chain not rebuilt (NOVERIFY): the full check would build
-// it from the same certificate, the same untrusted set (that certificate alone) and the
-// same store, at a time inside the window where it verified.
-std::optional<SignedDocument> SignedDocumentVerifier::VerifyWithCachedSigner(std::string_view der) {
-  if (signers_.capacity() == 0) return std::nullopt;
+namespace {
+
+// The document without its certificate, parsed, and `cert` as the stack its signer is looked
+// up in: when the document passes the full check's envelope checks (CheckCanonical,
+// CheckEnvelope) with `cert` standing for the certificate whose exact bytes it embeds. d2i_PKCS7
+// of the stripped document decodes no key; it is DER exactly when the document is
+// (SplitOffCertificate), and it parses exactly as the document does but for the
+// certificates, which are `cert`'s bytes. nullopt: let the full check answer.
+struct StrippedDocument {
+  Pkcs7Ptr p7;
+  SignerStack certs;
+};
+std::optional<StrippedDocument> EnvelopeAround(const SplitSignedData& split, X509* cert) {
+  StatusOr<Pkcs7Ptr> p7 = ParseSignedData(split.stripped);
+  if (!p7.ok() || !CheckCanonical(p7->get(), split.stripped).ok()) return std::nullopt;
+  SignerStack certs(sk_X509_new_null());
+  if (!certs || sk_X509_push(certs.get(), cert) <= 0) return std::nullopt;
+  if (!CheckEnvelope(p7->get(), certs.get()).ok()) return std::nullopt;
+  return StrippedDocument{std::move(p7).value(), std::move(certs)};
+}
+
+}  // namespace
+
+// The full check's answer for `der` (CheckSignedDer) when the certificate it embeds is kept,
+// trusted (the signer cache) or refused (the refused signers), without parsing that
+// certificate again or building its chain again; nullopt: run the full check. The shortcuts
+// only answer where the full check would give the same answer: a document whose layout is
+// not IMDS's (SplitOffCertificate), that does not parse, is not DER or fails an envelope
+// check goes to the full check, which refuses it with its own message.
+std::optional<SignedDocument> SignedDocumentVerifier::AnswerFromKeptCertificate(
+    std::string_view der, TimePoint now) {
+  if (signers_.capacity() == 0 && !refused_signers_) return std::nullopt;
   std::optional<SplitSignedData> split = SplitOffCertificate(der);
   if (!split) return std::nullopt;
   std::optional<CertDigest> digest = Sha256(split->certificate);
   if (!digest) return std::nullopt;
-  std::shared_ptr<const CachedSigner> signer = signers_.Find(*digest);
-  if (!signer || signer->der != split->certificate) return std::nullopt;
+  if (std::shared_ptr<const CachedSigner> signer = signers_.Find(*digest)) {
+    return VerifyWithCachedSigner(*split, *digest, std::move(signer));
+  }
+  if (!refused_signers_) return std::nullopt;
+  std::optional<std::shared_ptr<const RefusedSigner>> refused =
+      refused_signers_->Find(*digest, now);
+  if (!refused || !*refused) return std::nullopt;
+  return RefuseAsBefore(*split, **refused);
+}
+
+// A trusted certificate: what remains is the signature, which PKCS7_verify checks exactly as
+// in the full check, with the signer taken from the cache (NOINTERN) and the chain not rebuilt
+// (NOVERIFY): the full check would build it from the same certificate, the same untrusted set
+// (that certificate alone) and the same store, at a time inside the window where it verified;
+// outside that window the full check answers.
+std::optional<SignedDocument> SignedDocumentVerifier::VerifyWithCachedSigner(
+    const SplitSignedData& split, const CertDigest& digest,
+    std::shared_ptr<const CachedSigner> signer) {
+  if (signer->der != split.certificate) return std::nullopt;
   if (!signer->ChainValidNow()) {
     // X509_verify_cert would refuse the chain now ("certificate has expired" or "is not
     // yet valid"): the full check says so, and caches the certificate again if it is valid.
-    signers_.Erase(*digest, signer.get());
+    signers_.Erase(digest, signer.get());
     return std::nullopt;
   }
-  // d2i_PKCS7 of the document without its certificate: no key to decode. It is DER exactly
-  // when the document is (SplitOffCertificate), and it parses exactly as the document does
-  // but for the certificates, which are the cached certificate's bytes.
-  StatusOr<Pkcs7Ptr> p7 = ParseSignedData(split->stripped);
-  if (!p7.ok() || !CheckCanonical(p7->get(), split->stripped).ok()) return std::nullopt;
-  SignerStack certs(sk_X509_new_null());
-  if (!certs || sk_X509_push(certs.get(), signer->cert.get()) <= 0) return std::nullopt;
-  if (!CheckEnvelope(p7->get(), certs.get()).ok()) return std::nullopt;
+  std::optional<StrippedDocument> doc = EnvelopeAround(split, signer->cert.get());
+  if (!doc) return std::nullopt;
 
   signer_cache_hits_.fetch_add(1, std::memory_order_relaxed);
   BioPtr content(BIO_new(BIO_s_mem()));
-  if (PKCS7_verify(p7->get(), certs.get(), roots_.get(), nullptr, content.get(),
+  if (PKCS7_verify(doc->p7.get(), doc->certs.get(), roots_.get(), nullptr, content.get(),
                    PKCS7_BINARY | PKCS7_NOINTERN | PKCS7_NOVERIFY) != 1) {
     return Refuse(
         IdentityFailure::kUntrustedSigner,
@@ -364,7 +436,7 @@ std::optional<SignedDocument> SignedDocumentVerifier::VerifyWithCachedSigner(std
   }
   // CheckEnvelope found the cached certificate as the one SignerInfo's signer, so this is
   // it; the full check's count of signers, kept as a guard.
-  SignerStack signers(PKCS7_get0_signers(p7->get(), certs.get(), PKCS7_NOINTERN));
+  SignerStack signers(PKCS7_get0_signers(doc->p7.get(), doc->certs.get(), PKCS7_NOINTERN));
   if (!signers || sk_X509_num(signers.get()) != 1 ||
       sk_X509_value(signers.get(), 0) != signer->cert.get()) {
     return std::nullopt;
@@ -380,38 +452,68 @@ std::optional<SignedDocument> SignedDocumentVerifier::VerifyWithCachedSigner(std
   return out;
 }
 
-// After the full check accepted `p7` (chain and signer name): keep its signer certificate
-// when it is the document's only certificate and no CRLs ride along, the only layout the
-// shortcut takes, so that the chain verified here is the one the full check would build for
-// a later document. PKCS7_verify does not expose that chain, so X509_verify_cert builds it
-// again here (once per certificate), set up as PKCS7_verify sets it up: the document's
-// certificates as the untrusted ones, the "smime_sign" defaults under the store's own
-// parameters (purpose any, LoadTrustRoots), no CRLs. Its chain gives the validity window.
+// A refused certificate: the full check would pass the envelope (as here), then PKCS7_verify
+// would build the same chain from the same certificate, untrusted set and store, fail it
+// before looking at the signature (CheckChainOfOnlyCertificate), and answer with the same message.
+// The one difference is time, and only certificates that time does not make valid are kept.
+std::optional<SignedDocument> SignedDocumentVerifier::RefuseAsBefore(const SplitSignedData& split,
+                                                                     const RefusedSigner& refused) {
+  if (refused.der != split.certificate) return std::nullopt;
+  if (!EnvelopeAround(split, refused.cert.get())) return std::nullopt;
+  signer_refusal_hits_.fetch_add(1, std::memory_order_relaxed);
+  return Refuse(refused.failure, refused.error);
+}
+
+// After the full check accepted `p7` (chain and signer name): keep its signer certificate, so
+// that a later document embedding it costs its signature. PKCS7_verify does not expose the
+// chain it verified, so it is built again here, once per certificate; it gives the validity
+// window.
 void SignedDocumentVerifier::RememberSigner(PKCS7* p7, const SignedDocument& signed_doc) {
-  if (signers_.capacity() == 0 || !signed_doc.ok()) return;
-  STACK_OF(X509)* embedded = p7->d.sign->cert;
-  if (sk_X509_num(embedded) != 1 || p7->d.sign->crl != nullptr) return;
-  X509* cert = sk_X509_value(embedded, 0);
-  StoreCtxPtr ctx(X509_STORE_CTX_new());
+  if (signers_.capacity() == 0) return;
+  std::optional<ChainCheck> chain = CheckChainOfOnlyCertificate(p7, roots_.get());
+  if (!chain || !chain->verified) return;
   auto entry = std::make_shared<CachedSigner>();
-  unsigned char* der = nullptr;
-  int der_len = 0;
-  if (!ctx || X509_STORE_CTX_init(ctx.get(), roots_.get(), cert, embedded) != 1 ||
-      X509_STORE_CTX_set_default(ctx.get(), "smime_sign") != 1 ||
-      X509_verify_cert(ctx.get()) != 1 ||
-      !SetChainWindow(X509_STORE_CTX_get0_chain(ctx.get()), entry.get()) ||
-      (der_len = i2d_X509(cert, &der)) <= 0) {
+  X509* cert = sk_X509_value(p7->d.sign->cert, 0);
+  entry->der = DerOf(cert);
+  if (entry->der.empty() ||
+      !SetChainWindow(X509_STORE_CTX_get0_chain(chain->ctx.get()), entry.get()) ||
+      X509_up_ref(cert) != 1) {
     ERR_clear_error();
     return;
   }
-  entry->der.assign(reinterpret_cast<const char*>(der), static_cast<size_t>(der_len));
-  OPENSSL_free(der);
-  if (X509_up_ref(cert) != 1) return;
   entry->cert.reset(cert);
   entry->subject = signed_doc.signer_subject;
   entry->not_after = signed_doc.signer_not_after;
-  std::optional<CertDigest> digest = Sha256(entry->der);
-  if (digest) signers_.Insert(*digest, std::move(entry));
+  if (std::optional<CertDigest> digest = Sha256(entry->der)) signers_.Insert(*digest, entry);
+  ERR_clear_error();
+}
+
+// After the full check refused `p7` as untrusted: keep its certificate when the refusal was
+// the chain's (not the signature's: the chain then verifies here) and no later time can make
+// the chain valid (not X509_V_ERR_CERT_NOT_YET_VALID), so that a later document embedding it
+// is refused for a parse of its envelope. An attacker then needs a new certificate, and a key
+// of its own, for every document that costs a chain.
+void SignedDocumentVerifier::RememberRefusedSigner(PKCS7* p7, const SignedDocument& signed_doc,
+                                                   TimePoint now) {
+  if (!refused_signers_) return;
+  std::optional<ChainCheck> chain = CheckChainOfOnlyCertificate(p7, roots_.get());
+  if (!chain || chain->verified ||
+      X509_STORE_CTX_get_error(chain->ctx.get()) == X509_V_ERR_CERT_NOT_YET_VALID) {
+    return;
+  }
+  auto entry = std::make_shared<RefusedSigner>();
+  X509* cert = sk_X509_value(p7->d.sign->cert, 0);
+  entry->der = DerOf(cert);
+  if (entry->der.empty() || X509_up_ref(cert) != 1) {
+    ERR_clear_error();
+    return;
+  }
+  entry->cert.reset(cert);
+  entry->failure = signed_doc.failure;
+  entry->error = signed_doc.error;
+  if (std::optional<CertDigest> digest = Sha256(entry->der)) {
+    refused_signers_->Insert(*digest, std::move(entry), now);
+  }
   ERR_clear_error();
 }
 

@@ -15,6 +15,7 @@
 #include "common/openssl.h"
 #include "common/status.h"
 #include "service/node_identity.h"
+#include "service/refusal_cache.h"
 #include "service/signer_cache.h"
 
 namespace hotfix::service {
@@ -38,33 +39,57 @@ StatusOr<std::string> DecodeToken(std::string_view token);
 // (X509_V_FLAG_PARTIAL_CHAIN), --attestation-issuers.
 StatusOr<ossl::StorePtr> LoadTrustRoots(std::string_view pem, bool anchors_are_issuers = false);
 
-// The layer with its roots parsed once, and signer certificates kept (signer_cache.h) so that
-// a later document from a kept certificate costs its signature, not the certificate's parse
-// and chain. Thread-safe.
+// The layer with its roots parsed once, signer certificates kept (signer_cache.h) so that a
+// later document from a kept certificate costs its signature, not the certificate's parse and
+// chain, and certificates whose chain failed kept for a while (refusal_cache.h) so that a
+// later document embedding one costs a parse of its envelope, not the certificate's parse and
+// chain. Thread-safe.
 class SignedDocumentVerifier {
  public:
-  // signer_name empty: no name check (the test IMDS stand-in's verifier only).
-  static StatusOr<std::unique_ptr<SignedDocumentVerifier>> Create(std::string_view roots_pem,
-                                                                  bool anchors_are_issuers,
-                                                                  std::string signer_name,
-                                                                  size_t signer_cache_entries);
-  SignedDocument Verify(std::string_view der);
+  using TimePoint = std::chrono::system_clock::time_point;
+
+  // From options: trust_roots_pem, anchors_are_issuers, signer_name, signer_cache_entries,
+  // signer_refusal_slots, refusal_cache_ttl. signer_name empty: no name check.
+  static StatusOr<std::unique_ptr<SignedDocumentVerifier>> Create(
+      const AttestedDocumentOptions& options);
+  // `now` dates the kept refusals; certificates are checked against the real time.
+  SignedDocument Verify(std::string_view der, TimePoint now);
 
   uint64_t signer_cache_hits() const { return signer_cache_hits_.load(std::memory_order_relaxed); }
   size_t signer_cache_entries() const { return signers_.size(); }
+  uint64_t signer_refusal_cache_hits() const {
+    return signer_refusal_hits_.load(std::memory_order_relaxed);
+  }
 
  private:
-  SignedDocumentVerifier(ossl::StorePtr roots, std::string signer_name, ossl::MdPtr sha256,
-                         size_t signer_cache_entries);
+  // A signer certificate whose chain failed, and the full check's refusal of its document.
+  struct RefusedSigner {
+    ossl::X509Ptr cert;  // parsed once, for the envelope checks of later documents
+    std::string der;     // exactly as embedded
+    IdentityFailure failure = IdentityFailure::kUntrustedSigner;
+    Status error;
+  };
+  using RefusedSigners = RefusalCache<std::shared_ptr<const RefusedSigner>>;
+
+  SignedDocumentVerifier(ossl::StorePtr roots, const AttestedDocumentOptions& options,
+                         ossl::MdPtr sha256);
   std::optional<CertDigest> Sha256(std::string_view bytes) const;
-  std::optional<SignedDocument> VerifyWithCachedSigner(std::string_view der);
+  std::optional<SignedDocument> AnswerFromKeptCertificate(std::string_view der, TimePoint now);
+  std::optional<SignedDocument> VerifyWithCachedSigner(const SplitSignedData& split,
+                                                       const CertDigest& digest,
+                                                       std::shared_ptr<const CachedSigner> signer);
+  std::optional<SignedDocument> RefuseAsBefore(const SplitSignedData& split,
+                                               const RefusedSigner& refused);
   void RememberSigner(PKCS7* p7, const SignedDocument& signed_doc);
+  void RememberRefusedSigner(PKCS7* p7, const SignedDocument& signed_doc, TimePoint now);
 
   ossl::StorePtr roots_;  // X509_STORE is safe for concurrent verifications once built
   std::string signer_name_;
   ossl::MdPtr sha256_;  // fetched once: an implicit fetch per digest costs a provider lookup
   SignerCache signers_;
+  std::unique_ptr<RefusedSigners> refused_signers_;  // null when signer_refusal_slots is 0
   std::atomic<uint64_t> signer_cache_hits_{0};
+  std::atomic<uint64_t> signer_refusal_hits_{0};
 };
 
 // The whole layer for one token, roots parsed each time, no signer cache: what the test IMDS

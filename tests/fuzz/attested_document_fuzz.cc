@@ -6,16 +6,18 @@
 //  - 1 mod 4: the rest is the document's JSON content, signed here by a signer the roots
 //    trust, so that the content parser, the timestamps and the expiry checks are reached (a
 //    fuzzer cannot forge a signature);
-//  - 3 mod 4: a genuine document of that signer (fixed content, valid at the fuzz clock) with
-//    the rest as edits to its DER: each 3 bytes (offset high, offset low, XOR mask) flip bits
-//    at offset modulo the size; 1 or 2 bytes left over are appended. This reaches the signer
-//    cache's layout walk and the envelope checks with the cached certificate embedded.
+//  - 3 mod 4: a genuine document of that signer (fixed content, valid at the fuzz clock), or
+//    with bit 2 set one of a signer of another CA (whose chain failed: a refused signer
+//    kept), with the rest as edits to its DER: each 3 bytes (offset high, offset low, XOR
+//    mask) flip bits at offset modulo the size; 1 or 2 bytes left over are appended. This
+//    reaches the layout walk and the envelope checks with a kept certificate embedded, trusted
+//    or refused.
 //
 // Properties: an accepted identity has a vmId and a subscriptionId and is not expired at the
 // authenticator's clock; asking twice (the second answer from the cache) gives the same
 // answer; a refusal's message never echoes the token; and a fresh authenticator (the full
-// check, nothing cached) and the long-lived one whose signer cache holds the signer give the
-// same answer, the same failure and the same identity.
+// check, nothing cached) and the long-lived one whose caches hold the signer and the refused
+// signer give the same answer, the same failure and the same identity.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -57,8 +59,12 @@ AttestedDocumentOptions Options(const testsupport::TestCa& ca) {
 struct World {
   testsupport::TestCa ca = testsupport::TestCa::Create("fuzz-imds-root");
   testsupport::CertAndKey signer = testsupport::IssueImdsSigner(ca);
-  std::unique_ptr<Authenticator> auth;  // long-lived: its signer cache holds `signer`
+  // Same names, another key: its documents' chains fail.
+  testsupport::TestCa foreign_ca = testsupport::TestCa::Create("fuzz-imds-root");
+  testsupport::CertAndKey foreign_signer = testsupport::IssueImdsSigner(foreign_ca);
+  std::unique_ptr<Authenticator> auth;  // long-lived: its caches hold both signers
   std::string genuine_der;              // a document of `signer`, valid at FuzzNow
+  std::string foreign_der;              // the same content signed by `foreign_signer`
 
   World() {
     auth = NewAttestedDocumentAuthenticator(Options(ca)).value();
@@ -71,6 +77,14 @@ struct World {
     // evict it: only certificates that chain to `ca` are cached).
     FUZZ_CHECK(auth->Authenticate(token).ok());
     FUZZ_CHECK(auth->stats().signer_cache_entries == 1);
+    // The foreign signer is kept as refused (until a refusal of the fuzzer's takes its slot).
+    std::string foreign = testsupport::SignAttestedContent(json, foreign_signer);
+    foreign_der = DecodeStdBase64(foreign).value();
+    FUZZ_CHECK(auth->Authenticate(foreign).failure == IdentityFailure::kUntrustedSigner);
+    FUZZ_CHECK(
+        auth->Authenticate(testsupport::SignAttestedContent(json + " ", foreign_signer)).failure ==
+        IdentityFailure::kUntrustedSigner);
+    FUZZ_CHECK(auth->stats().signer_refusal_cache_hits == 1);
   }
 };
 
@@ -108,6 +122,7 @@ void CheckSameAsFullCheck(const std::string& token) {
   std::unique_ptr<Authenticator> cold = NewAttestedDocumentAuthenticator(Options(world.ca)).value();
   AuthResult full = cold->Authenticate(token);
   FUZZ_CHECK(cold->stats().signer_cache_hits == 0);
+  FUZZ_CHECK(cold->stats().signer_refusal_cache_hits == 0);
   AuthResult warm = world.auth->Authenticate(token);
   FUZZ_CHECK(full.ok() == warm.ok());
   if (full.ok()) {
@@ -120,9 +135,8 @@ void CheckSameAsFullCheck(const std::string& token) {
   }
 }
 
-// The genuine document with the fuzzer's edits (see the header).
-std::string EditedGenuine(std::string_view edits) {
-  std::string der = TheWorld().genuine_der;
+// A document with the fuzzer's edits (see the header).
+std::string Edited(std::string der, std::string_view edits) {
   size_t i = 0;
   for (; i + 3 <= edits.size(); i += 3) {
     size_t offset =
@@ -148,7 +162,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if ((data[0] & 2) == 0) {
     token = testsupport::SignAttestedContent(rest, world.signer);
   } else {
-    token = EditedGenuine(rest);
+    token = Edited((data[0] & 4) == 0 ? world.genuine_der : world.foreign_der, rest);
   }
   CheckSameAsFullCheck(token);
   CheckAnswer(*world.auth, token);

@@ -129,13 +129,24 @@ TEST_F(ServiceE2eTest, ADocumentOlderThanTheMaxTokenAgeIsUnauthenticated) {
   EXPECT_EQ(lps_->AccessLog().front().value("identity_failure", ""), "expired");
 }
 
-TEST_F(ServiceE2eTest, ForeignSignedDocumentIsUnauthenticated) {
-  Start();
+// Distinct documents of one foreign signer, as a flood of minted documents: each refused
+// alike, the certificate's chain built for the first only (the refused signers kept).
+TEST_F(ServiceE2eTest, ForeignSignedDocumentsAreUnauthenticated) {
+  Start(kMetricsFlags);
   TestCa foreign = TestCa::Create("someone-elses-root");
   CertAndKey signer = IssueImdsSigner(foreign);  // the right name, the wrong chain
-  GrpcReply r = Call(kAksNodeControllerComponent, files_.Token({}, &signer));
-  EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_THAT(r.status.error_message(), HasSubstr("untrusted_signer"));
+  for (const char* vm : {"vm-1", "vm-2", "vm-3"}) {
+    AttestedDocumentFields fields;
+    fields.vm_id = vm;
+    GrpcReply r = Call(kAksNodeControllerComponent, files_.Token(fields, &signer));
+    EXPECT_EQ(r.code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_THAT(r.status.error_message(), HasSubstr("untrusted_signer"));
+  }
+  EXPECT_TRUE(CallAsNode().status.ok());
+  const std::string text = Metrics();
+  EXPECT_EQ(MetricValue(text, "lp_identity_verifications_total"), 4.0) << text;
+  EXPECT_EQ(MetricValue(text, "lp_signer_refusal_cache_hits_total"), 2.0);
+  EXPECT_EQ(MetricValue(text, "lp_identity_failures_total", {{"reason", "untrusted_signer"}}), 3.0);
 }
 
 TEST_F(ServiceE2eTest, TrustedChainWithAnotherSignerNameIsUnauthenticated) {

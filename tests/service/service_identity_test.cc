@@ -726,13 +726,18 @@ TEST_F(IdentityTest, ConcurrentCallersAgree) {
 
 // ---- Signer cache ----------------------------------------------------------------------
 
-// The signer cache against the full check: `reference` never caches a signer
-// (signer_cache_entries 0), `warm` holds signer_ (verified once at construction).
+// The kept certificates against the full check: `reference` keeps no signer, trusted or
+// refused (signer_cache_entries and signer_refusal_slots 0), `warm` holds signer_ (verified
+// once at construction).
 class SignerCacheTest : public IdentityTest {
  protected:
+  // How the warm authenticator answered.
+  enum class Path { kFullCheck, kKeptSigner, kRefusedSigner };
+
   SignerCacheTest() {
     AttestedDocumentOptions full = Options();
     full.signer_cache_entries = 0;
+    full.signer_refusal_slots = 0;
     reference_ = Make(full);
     EXPECT_TRUE(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-warm"))).ok());
     EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
@@ -740,18 +745,22 @@ class SignerCacheTest : public IdentityTest {
   }
 
   // `token` refused for `failure` by the full check and by the warm authenticator, with the
-  // same message; `shortcut` says whether the warm one took it through the cached signer.
-  void ExpectRefusedAsByTheFullCheck(const std::string& token, IdentityFailure failure,
-                                     bool shortcut) {
+  // same message; `path` says which way the warm one took.
+  void ExpectRefusedAsByTheFullCheck(const std::string& token, IdentityFailure failure, Path path) {
     AuthResult full = reference_->Authenticate(token);
-    uint64_t hits = auth_->stats().signer_cache_hits;
+    const AuthenticatorStats before = auth_->stats();
     AuthResult warm = ExpectRefused(token, failure);
     EXPECT_FALSE(full.ok());
     EXPECT_EQ(IdentityFailureName(full.failure), std::string(IdentityFailureName(failure)))
         << full.error.ToString();
     EXPECT_EQ(warm.error.ToString(), full.error.ToString());
-    EXPECT_EQ(auth_->stats().signer_cache_hits, hits + (shortcut ? 1 : 0));
+    const AuthenticatorStats after = auth_->stats();
+    EXPECT_EQ(after.verifications, before.verifications + 1);
+    EXPECT_EQ(after.signer_cache_hits, before.signer_cache_hits + (path == Path::kKeptSigner));
+    EXPECT_EQ(after.signer_refusal_cache_hits,
+              before.signer_refusal_cache_hits + (path == Path::kRefusedSigner));
     EXPECT_EQ(reference_->stats().signer_cache_hits, 0u);
+    EXPECT_EQ(reference_->stats().signer_refusal_cache_hits, 0u);
   }
 
   std::string SignerDer() const {
@@ -803,29 +812,31 @@ TEST_F(SignerCacheTest, ContentAndTimeRefusalsAreTheFullChecks) {
   AttestedDocumentFields expired = Fields();
   expired.created_on = now_.load() - hours(7);
   expired.expires_on = now_.load() - minutes(1);
-  ExpectRefusedAsByTheFullCheck(Sign(expired), IdentityFailure::kExpired, true);
+  ExpectRefusedAsByTheFullCheck(Sign(expired), IdentityFailure::kExpired, Path::kKeptSigner);
   AttestedDocumentFields ahead = Fields();
   ahead.created_on = now_.load() + minutes(6);
   ahead.expires_on = ahead.created_on + hours(6);
-  ExpectRefusedAsByTheFullCheck(Sign(ahead), IdentityFailure::kExpired, true);
+  ExpectRefusedAsByTheFullCheck(Sign(ahead), IdentityFailure::kExpired, Path::kKeptSigner);
   nlohmann::json no_vm = Doc();
   no_vm.erase("vmId");
-  ExpectRefusedAsByTheFullCheck(SignJson(no_vm), IdentityFailure::kBadContent, true);
+  ExpectRefusedAsByTheFullCheck(SignJson(no_vm), IdentityFailure::kBadContent, Path::kKeptSigner);
   ExpectRefusedAsByTheFullCheck(testsupport::SignAttestedContent("", signer_),
-                                IdentityFailure::kBadContent, true);
+                                IdentityFailure::kBadContent, Path::kKeptSigner);
 }
 
 TEST_F(SignerCacheTest, FlippedSignatureOrContentIsUntrusted) {
   std::string der = DerOf(Sign(Fields("vm-aaaa")));
   std::string signature = der;
   signature.back() = static_cast<char>(signature.back() ^ 0x01);  // the SignerInfo's signature
-  ExpectRefusedAsByTheFullCheck(Reencode(signature), IdentityFailure::kUntrustedSigner, true);
+  ExpectRefusedAsByTheFullCheck(Reencode(signature), IdentityFailure::kUntrustedSigner,
+                                Path::kKeptSigner);
 
   std::string content = der;
   size_t at = content.find("vm-aaaa");
   ASSERT_NE(at, std::string::npos);
   content[at + 3] = 'b';
-  ExpectRefusedAsByTheFullCheck(Reencode(content), IdentityFailure::kUntrustedSigner, true);
+  ExpectRefusedAsByTheFullCheck(Reencode(content), IdentityFailure::kUntrustedSigner,
+                                Path::kKeptSigner);
 
   // The signed attributes (signing time among them) lie between the SignerInfo's issuer and
   // its signature: flip a byte of the signing time's digits.
@@ -833,7 +844,8 @@ TEST_F(SignerCacheTest, FlippedSignatureOrContentIsUntrusted) {
   size_t utc = attributes.rfind(std::string("\x17\x0d", 2));  // UTCTime, 13 bytes
   ASSERT_NE(utc, std::string::npos);
   attributes[utc + 2 + 11] = attributes[utc + 2 + 11] == '0' ? '1' : '0';  // seconds digit
-  ExpectRefusedAsByTheFullCheck(Reencode(attributes), IdentityFailure::kUntrustedSigner, true);
+  ExpectRefusedAsByTheFullCheck(Reencode(attributes), IdentityFailure::kUntrustedSigner,
+                                Path::kKeptSigner);
 }
 
 TEST_F(SignerCacheTest, SignerInfoIssuerChangedIsMalformed) {
@@ -849,10 +861,10 @@ TEST_F(SignerCacheTest, SignerInfoIssuerChangedIsMalformed) {
   size_t t = cased.find("test-imds-root", at);
   ASSERT_NE(t, std::string::npos);
   cased[t] = 'T';  // the same name to OpenSSL's canonical lookup, not byte for byte
-  ExpectRefusedAsByTheFullCheck(Reencode(cased), IdentityFailure::kMalformed, false);
+  ExpectRefusedAsByTheFullCheck(Reencode(cased), IdentityFailure::kMalformed, Path::kFullCheck);
   std::string other = der;
   other[t] = 'x';  // no certificate of the document is named so
-  ExpectRefusedAsByTheFullCheck(Reencode(other), IdentityFailure::kMalformed, false);
+  ExpectRefusedAsByTheFullCheck(Reencode(other), IdentityFailure::kMalformed, Path::kFullCheck);
 }
 
 TEST_F(SignerCacheTest, CertificateOneByteOffTheCachedOneIsNotTaken) {
@@ -862,12 +874,14 @@ TEST_F(SignerCacheTest, CertificateOneByteOffTheCachedOneIsNotTaken) {
   ASSERT_NE(at, std::string::npos);
   std::string signature = der;  // the certificate's own signature, its last byte
   signature[at + cert.size() - 1] = static_cast<char>(signature[at + cert.size() - 1] ^ 0x01);
-  ExpectRefusedAsByTheFullCheck(Reencode(signature), IdentityFailure::kUntrustedSigner, false);
+  ExpectRefusedAsByTheFullCheck(Reencode(signature), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
   std::string subject = der;
   size_t cn = subject.find("metadata.azure.com", at);
   ASSERT_LT(cn, at + cert.size());
   subject[cn] = 'M';
-  ExpectRefusedAsByTheFullCheck(Reencode(subject), IdentityFailure::kUntrustedSigner, false);
+  ExpectRefusedAsByTheFullCheck(Reencode(subject), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
   EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
 }
 
@@ -875,11 +889,13 @@ TEST_F(SignerCacheTest, ForeignOrMisnamedSignersAreRefusedAndNotCached) {
   CertAndKey genuine = signer_;
   TestCa other = TestCa::Create("test-imds-root");  // same name, different key
   signer_ = IssueImdsSigner(other);
-  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kUntrustedSigner, false);
-  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kUntrustedSigner, false);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kUntrustedSigner,
+                                Path::kRefusedSigner);
   signer_ = IssueImdsSigner(root_, "metadata.azure.com.evil.example");
-  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kWrongSigner, false);
-  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kWrongSigner, false);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kWrongSigner, Path::kFullCheck);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields()), IdentityFailure::kWrongSigner, Path::kFullCheck);
   EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);
   // A document signed by another key, carrying the cached certificate in place of its own
   // signer's and naming it in the SignerInfo: the envelope is IMDS's, the signature does not
@@ -894,27 +910,136 @@ TEST_F(SignerCacheTest, ForeignOrMisnamedSignersAreRefusedAndNotCached) {
   p7->d.sign->cert = nullptr;
   ASSERT_EQ(PKCS7_add_certificate(p7.get(), cached.get()), 1);
   // The SignerInfo still names the misnamed signer: no embedded certificate matches.
-  ExpectRefusedAsByTheFullCheck(PkcsToToken(p7.get()), IdentityFailure::kMalformed, false);
+  ExpectRefusedAsByTheFullCheck(PkcsToToken(p7.get()), IdentityFailure::kMalformed,
+                                Path::kFullCheck);
   PKCS7_ISSUER_AND_SERIAL* named =
       sk_PKCS7_SIGNER_INFO_value(PKCS7_get_signer_info(p7.get()), 0)->issuer_and_serial;
   ASN1_INTEGER_free(named->serial);
   named->serial = ASN1_INTEGER_dup(X509_get0_serialNumber(cached.get()));
-  ExpectRefusedAsByTheFullCheck(PkcsToToken(p7.get()), IdentityFailure::kUntrustedSigner, true);
+  ExpectRefusedAsByTheFullCheck(PkcsToToken(p7.get()), IdentityFailure::kUntrustedSigner,
+                                Path::kKeptSigner);
+}
+
+// ---- Refused signers ---------------------------------------------------------------------
+
+// An attacker's own CA, named as ours: each document distinct, as a flood of minted documents
+// would be; after the first, each is refused for its envelope's parse, as the full check would.
+TEST_F(SignerCacheTest, DistinctDocumentsOfARefusedSignerAreRefusedAsByTheFullCheck) {
+  TestCa other = TestCa::Create("test-imds-root");
+  signer_ = IssueImdsSigner(other);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-0")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+  for (const char* vm : {"vm-1", "vm-2", "vm-3"}) {
+    ExpectRefusedAsByTheFullCheck(Sign(Fields(vm)), IdentityFailure::kUntrustedSigner,
+                                  Path::kRefusedSigner);
+  }
+  EXPECT_THAT(reference_->Authenticate(Sign(Fields())).error.message(),
+              HasSubstr("unable to get local issuer certificate"));
+  // Kept for the refusal ttl, then checked in full again (and kept again).
+  now_ = now_.load() + seconds(61);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-4")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-5")), IdentityFailure::kUntrustedSigner,
+                                Path::kRefusedSigner);
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);  // the warm one only
+
+  AttestedDocumentOptions off = Options();
+  off.signer_refusal_slots = 0;
+  auth_ = Make(off);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-6")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-7")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+}
+
+// A bad signature says nothing of the certificate: a trusted signer's document with its
+// signature broken is refused in full and never makes the signer's next document refused.
+TEST_F(SignerCacheTest, ABadSignatureNeverRefusesItsCertificate) {
+  signer_ = IssueImdsSigner(root_);  // trusted, not yet kept
+  std::string der = DerOf(Sign(Fields("vm-1")));
+  der.back() = static_cast<char>(der.back() ^ 0x01);  // the SignerInfo's signature
+  ExpectRefusedAsByTheFullCheck(Reencode(der), IdentityFailure::kUntrustedSigner, Path::kFullCheck);
+  AuthResult next = AuthenticateAndAdmit(*auth_, Sign(Fields("vm-2")));
+  ASSERT_TRUE(next.ok()) << next.error.ToString();
+  EXPECT_EQ(auth_->stats().signer_refusal_cache_hits, 0u);
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 2u);
+}
+
+// Time makes a certificate that is not yet valid valid: its refusal is never kept. Misnamed
+// signers (a chain that verifies) are refused in full each time too.
+TEST_F(SignerCacheTest, RefusalsTimeOrANameDecideAreNotKept) {
+  LeafOptions leaf;
+  leaf.common_name = "metadata.azure.com";
+  leaf.dns_names = {"metadata.azure.com"};
+  leaf.usage = KeyUsage::kServerAndClientAuth;
+  leaf.not_before = std::chrono::hours(1);
+  signer_ = root_.IssueLeaf(leaf);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-1")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-2")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+  EXPECT_THAT(reference_->Authenticate(Sign(Fields())).error.message(), HasSubstr("not yet valid"));
+  signer_ = IssueImdsSigner(root_, "imds.example");
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-3")), IdentityFailure::kWrongSigner,
+                                Path::kFullCheck);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-4")), IdentityFailure::kWrongSigner,
+                                Path::kFullCheck);
+}
+
+// A document embedding a refused certificate but whose envelope the full check refuses
+// otherwise gets the full check's own answer (here: its SignerInfo names another issuer).
+TEST_F(SignerCacheTest, AnEnvelopeAroundARefusedCertificateIsStillChecked) {
+  TestCa other = TestCa::Create("test-imds-root");
+  signer_ = IssueImdsSigner(other);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-1")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+  std::string der = DerOf(Sign(Fields("vm-2")));
+  size_t t = der.rfind("test-imds-root");
+  ASSERT_NE(t, std::string::npos);
+  ASSERT_GT(t, der.find("metadata.azure.com"));  // the SignerInfo's copy, after the certificate
+  der[t] = 'x';
+  ExpectRefusedAsByTheFullCheck(Reencode(der), IdentityFailure::kMalformed, Path::kFullCheck);
+  ExpectRefusedAsByTheFullCheck(Reencode(DerOf(Sign(Fields("vm-3"))) + std::string(1, '\0')),
+                                IdentityFailure::kMalformed, Path::kFullCheck);
+}
+
+// More refused certificates than slots replace each other; the answers stay the full check's.
+TEST_F(SignerCacheTest, RefusedSignersAreBounded) {
+  AttestedDocumentOptions options = Options();
+  options.signer_refusal_slots = 2;
+  auth_ = Make(options);
+  std::vector<CertAndKey> foreign;
+  std::vector<TestCa> cas;
+  for (int i = 0; i < 6; ++i) {
+    cas.push_back(TestCa::Create("test-imds-root"));
+    foreign.push_back(IssueImdsSigner(cas.back()));
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (const CertAndKey& who : foreign) {
+      signer_ = who;
+      AuthResult full = reference_->Authenticate(Sign(Fields()));
+      AuthResult warm = AuthenticateAndAdmit(*auth_, Sign(Fields()));
+      EXPECT_EQ(warm.failure, IdentityFailure::kUntrustedSigner);
+      EXPECT_EQ(warm.error.ToString(), full.error.ToString());
+    }
+  }
+  EXPECT_LE(auth_->stats().signer_refusal_cache_hits, 2u);  // at most the two slots' last
 }
 
 TEST_F(SignerCacheTest, LayoutsTheShortcutDoesNotTakeGoToTheFullCheck) {
   std::string der = DerOf(Sign(Fields()));
   ExpectRefusedAsByTheFullCheck(Reencode(der + std::string(1, '\0')), IdentityFailure::kMalformed,
-                                false);
+                                Path::kFullCheck);
   ExpectRefusedAsByTheFullCheck(Reencode(der.substr(0, der.size() - 1)),
-                                IdentityFailure::kMalformed, false);
+                                IdentityFailure::kMalformed, Path::kFullCheck);
   ASSERT_EQ(static_cast<unsigned char>(der[1]), 0x82);
   std::string padded = der.substr(0, 1) + std::string("\x83\x00", 2) + der.substr(2);
-  ExpectRefusedAsByTheFullCheck(Reencode(padded), IdentityFailure::kMalformed, false);
+  ExpectRefusedAsByTheFullCheck(Reencode(padded), IdentityFailure::kMalformed, Path::kFullCheck);
   // Indefinite length on the outer SEQUENCE: BER, which d2i_PKCS7 reads but is not DER.
   std::string indefinite =
       der.substr(0, 1) + std::string("\x80", 1) + der.substr(4) + std::string("\0\0", 2);
-  ExpectRefusedAsByTheFullCheck(Reencode(indefinite), IdentityFailure::kMalformed, false);
+  ExpectRefusedAsByTheFullCheck(Reencode(indefinite), IdentityFailure::kMalformed,
+                                Path::kFullCheck);
 }
 
 TEST_F(SignerCacheTest, SecondCertificateGoesToTheFullCheck) {
@@ -944,7 +1069,8 @@ TEST_F(SignerCacheTest, SecondCertificateGoesToTheFullCheck) {
                  ossl::BioPtr(BIO_new_mem_buf(json.data(), static_cast<int>(json.size()))).get(),
                  PKCS7_BINARY | PKCS7_NOCERTS));
   ASSERT_NE(nocerts, nullptr);
-  ExpectRefusedAsByTheFullCheck(PkcsToToken(nocerts.get()), IdentityFailure::kMalformed, false);
+  ExpectRefusedAsByTheFullCheck(PkcsToToken(nocerts.get()), IdentityFailure::kMalformed,
+                                Path::kFullCheck);
 }
 
 TEST_F(SignerCacheTest, SignerPastItsValidityGoesBackToTheFullCheck) {
@@ -961,10 +1087,11 @@ TEST_F(SignerCacheTest, SignerPastItsValidityGoesBackToTheFullCheck) {
   EXPECT_EQ(auth_->stats().signer_cache_entries, 2u);
   std::string later = Sign(Fields("vm-2"));
   std::this_thread::sleep_until(issued + seconds(5));
-  ExpectRefusedAsByTheFullCheck(later, IdentityFailure::kUntrustedSigner, false);
+  ExpectRefusedAsByTheFullCheck(later, IdentityFailure::kUntrustedSigner, Path::kFullCheck);
   EXPECT_THAT(AuthenticateAndAdmit(*auth_, Sign(Fields("vm-3"))).error.message(),
               HasSubstr("certificate has expired"));
-  EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);  // dropped; the warm one stays
+  EXPECT_EQ(auth_->stats().signer_cache_entries, 1u);       // dropped; the warm one stays
+  EXPECT_EQ(auth_->stats().signer_refusal_cache_hits, 1u);  // vm-3: an expired one stays so
 }
 
 TEST_F(SignerCacheTest, BoundedLeastRecentlyUsedFirst) {
