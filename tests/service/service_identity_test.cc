@@ -952,6 +952,38 @@ TEST_F(SignerCacheTest, DistinctDocumentsOfARefusedSignerAreRefusedAsByTheFullCh
                                 Path::kFullCheck);
 }
 
+// Threads refusing distinct documents of one foreign signer while it is kept and replaced:
+// every answer the full check's.
+TEST_F(SignerCacheTest, ConcurrentRefusalsAgree) {
+  constexpr int kThreads = 6, kCalls = 10;
+  TestCa other = TestCa::Create("test-imds-root");
+  signer_ = IssueImdsSigner(other);
+  const std::string expected = reference_->Authenticate(Sign(Fields())).error.ToString();
+  std::vector<std::vector<std::string>> tokens(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kCalls; ++i) {
+      tokens[t].push_back(Sign(Fields("vm-" + std::to_string(t) + "-" + std::to_string(i))));
+    }
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (const std::string& token : tokens[t]) {
+        AuthResult result = AuthenticateAndAdmit(*auth_, token);
+        if (result.failure != IdentityFailure::kUntrustedSigner ||
+            result.error.ToString() != expected) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  // Every thread's first call may have raced to the full check; the rest were kept refusals.
+  EXPECT_GE(auth_->stats().signer_refusal_cache_hits, uint64_t{kThreads * (kCalls - 1)});
+}
+
 // A bad signature says nothing of the certificate: a trusted signer's document with its
 // signature broken is refused in full and never makes the signer's next document refused.
 TEST_F(SignerCacheTest, ABadSignatureNeverRefusesItsCertificate) {
