@@ -1193,31 +1193,49 @@ TEST_F(SignerCacheTest, SplitOffCertificateFindsTheEmbeddedCertificate) {
   EXPECT_EQ(ERR_peek_error(), 0ul);
 }
 
-// Not a check: CPU per Authenticate of distinct documents from one signer, the signer cache
-// off and on. IDENTITY_BENCH_DOCS (default 200) documents each; meaningful in a Release
-// build (bench: `service_identity_test --gtest_filter='*CpuPerDocument*'`).
+// Not a check: CPU per Authenticate (the identity step of a call) of distinct documents, good
+// ones from one signer and refused ones from a foreign signer, each through the full check
+// and through the kept certificate; and of one refused token repeated (the refusal cache).
+// IDENTITY_BENCH_DOCS (default 200) documents each; meaningful in a Release build (bench:
+// `service_identity_test --gtest_filter='*CpuPerDocument*'`, docs/BENCHMARKS.md).
 TEST_F(SignerCacheTest, CpuPerDocument) {
   int n = 200;
   if (const char* env = std::getenv("IDENTITY_BENCH_DOCS")) n = std::max(1, std::atoi(env));
-  std::vector<std::string> tokens;
-  for (int i = 0; i < 2 * n; ++i) tokens.push_back(Sign(Fields("vm-" + std::to_string(i))));
+  TestCa other = TestCa::Create("test-imds-root");
+  CertAndKey foreign = IssueImdsSigner(other);
+  std::vector<std::string> good, refused;
+  for (int i = 0; i < 2 * n; ++i) good.push_back(Sign(Fields("vm-" + std::to_string(i))));
+  std::swap(signer_, foreign);
+  for (int i = 0; i < 2 * n + 1; ++i) refused.push_back(Sign(Fields("vm-" + std::to_string(i))));
+  std::swap(signer_, foreign);
   auto cpu_now = [] {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
   };
-  auto run = [&](Authenticator& auth, int from) {
+  // Microseconds of CPU per call over tokens[from, from + n), each answered `ok` or not.
+  auto run = [&](Authenticator& auth, const std::vector<std::string>& tokens, int from, bool ok) {
     double start = cpu_now();
-    for (int i = from; i < from + n; ++i) EXPECT_TRUE(AuthenticateAndAdmit(auth, tokens[i]).ok());
+    for (int i = from; i < from + n; ++i) {
+      EXPECT_EQ(AuthenticateAndAdmit(auth, tokens[i]).ok(), ok);
+    }
     return (cpu_now() - start) / n;
   };
-  double cold = run(*reference_, 0);
-  double warm = run(*auth_, n);
+  const double good_full = run(*reference_, good, 0, true);
+  const double good_kept = run(*auth_, good, n, true);
+  const double refused_full = run(*reference_, refused, 0, false);
+  // Its certificate kept, and the token itself (the refusal cache).
+  EXPECT_FALSE(AuthenticateAndAdmit(*auth_, refused[2 * n]).ok());
+  const double refused_kept = run(*auth_, refused, n, false);
+  const std::vector<std::string> repeated(2 * n, refused[2 * n]);
+  const double repeated_token = run(*auth_, repeated, n, false);
   std::printf(
-      "[ bench    ] %d distinct documents each: full check %.1f us CPU per call, "
-      "cached signer %.1f us (%.2fx)\n",
-      n, cold, warm, warm > 0 ? cold / warm : 0.0);
+      "[ bench    ] %d distinct documents each, us CPU per call: good: full check %.1f, kept "
+      "signer %.1f; refused (foreign signer): full check %.1f, kept refusal %.1f; one refused "
+      "token repeated %.1f\n",
+      n, good_full, good_kept, refused_full, refused_kept, repeated_token);
   EXPECT_EQ(auth_->stats().signer_cache_hits, static_cast<uint64_t>(n));
+  EXPECT_EQ(auth_->stats().signer_refusal_cache_hits, static_cast<uint64_t>(n));
 }
 
 TEST(InsecureAuthenticatorTest, AcceptsAnyNonEmptyToken) {
