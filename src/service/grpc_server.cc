@@ -23,7 +23,6 @@
 
 #include "common/openssl.h"
 #include "common/unique_fd.h"
-#include "service/kept_bytes_budget.h"
 #include "service/memory_budget.h"
 #include "service/proxy_protocol.h"
 #include "wire/tcp.h"
@@ -139,7 +138,6 @@ struct GrpcServer::Impl {
   std::atomic<size_t> connections{0};
   std::array<std::atomic<uint32_t>, kPeerBuckets> peer_counts{};
   std::atomic<bool> fd_exhausted{false};
-  std::unique_ptr<KeptBytesBudget> kept_bytes;  // options.kept_bytes_budget, when set
   // A descriptor held in reserve: closed to accept-and-shed one connection when accept()
   // fails with EMFILE, so the backlog drains instead of spinning the loop.
   std::mutex reserve_mu;
@@ -522,7 +520,7 @@ void GrpcServer::Impl::Loop::StartSession(Connection* conn) {
   session_options.handler = conn->listener->handler;
   session_options.events = server_->options.events;
   session_options.kept_metadata = server_->options.kept_metadata;
-  session_options.kept_bytes = server_->kept_bytes.get();
+  session_options.kept_bytes = server_->options.kept_bytes;
   conn->session = std::make_unique<H2Session>(session_options, conn->peer, SteadyClock::now());
   if (draining_ && !conn->listener->open_while_draining) conn->session->Shutdown();
   // TLS 1.3 clients send their preface, and often the call, with the handshake's last flight:
@@ -735,8 +733,6 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
   size_t ceiling = fd_limit > 2 * kFdReserve ? fd_limit - kFdReserve : fd_limit / 2;
   impl->max_connections = o.max_connections == 0 ? ceiling : std::min(o.max_connections, ceiling);
   impl->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (o.kept_bytes_budget > 0)
-    impl->kept_bytes = std::make_unique<KeptBytesBudget>(o.kept_bytes_budget);
   int threads = o.threads > 0 ? o.threads
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 0; i < threads; ++i) {

@@ -58,9 +58,9 @@ struct GrpcServerOptions {
   size_t max_connections = 0;
   size_t max_connections_per_peer = 512;
   std::chrono::milliseconds handshake_timeout{10000};
-  // The request bytes all connections' streams may keep at once (kept_bytes_budget.h); 0: no
-  // budget beyond each connection's own limits.
-  uint64_t kept_bytes_budget = 0;
+  // The request bytes all connections' streams may keep at once (kept_bytes_budget.h);
+  // borrowed, must outlive the server; null: no budget beyond each connection's own limits.
+  KeptBytesBudget* kept_bytes = nullptr;
   // A peer that reads none of our output for this long is closed.
   std::chrono::milliseconds output_stall_timeout{10000};
   TransportEventSink* events = nullptr;  // borrowed; may be null

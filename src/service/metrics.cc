@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "service/attestation_roots.h"
+#include "service/kept_bytes_budget.h"
 #include "service/tls_server_context.h"
 
 namespace hotfix::service {
@@ -255,6 +256,19 @@ class ScrapedCollectable final : public prometheus::Collectable {
                             MetricType::Counter);
       AddValue(&dropped, static_cast<double>(sources_.log->dropped_lines()));
       out.push_back(std::move(dropped));
+    }
+    if (sources_.kept_bytes != nullptr) {
+      auto kept = Family(kMetricKeptRequestBytes,
+                         "Request bytes streams keep now until they are answered "
+                         "(kept_bytes_budget.h)",
+                         MetricType::Gauge);
+      AddValue(&kept, static_cast<double>(sources_.kept_bytes->used()));
+      out.push_back(std::move(kept));
+      auto budget = Family(kMetricKeptRequestBytesBudget,
+                           "Request bytes streams may keep at once; a stream over it is refused",
+                           MetricType::Gauge);
+      AddValue(&budget, static_cast<double>(sources_.kept_bytes->limit()));
+      out.push_back(std::move(budget));
     }
     return out;
   }

@@ -28,6 +28,7 @@ namespace hotfix::service {
 
 class TlsServerContext;
 class AttestationRoots;
+class KeptBytesBudget;
 
 // One finished call, as the metrics see it. Labels must stay bounded: the caller passes a
 // component name only when the store knows it (anything else is "unknown"), and the
@@ -106,6 +107,8 @@ inline constexpr char kMetricSignerCacheEntries[] = "lp_signer_cache_entries";
 inline constexpr char kMetricSignerRefusalCacheHits[] = "lp_signer_refusal_cache_hits_total";
 inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracked_nodes";
 inline constexpr char kMetricLogLinesDropped[] = "lp_log_lines_dropped_total";
+inline constexpr char kMetricKeptRequestBytes[] = "lp_kept_request_bytes";
+inline constexpr char kMetricKeptRequestBytesBudget[] = "lp_kept_request_bytes_budget";
 
 // What the metrics read when scraped rather than being told per call. Each is borrowed, may be
 // null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
@@ -118,7 +121,8 @@ struct ScrapedSources {
   const AutoHaltController* auto_halt = nullptr;  // lp_auto_halt_*
   // lp_attestation_roots_expiry_timestamp_seconds, lp_attestation_roots_last_reload_successful
   const AttestationRoots* attestation_roots = nullptr;
-  const Logger* log = nullptr;  // lp_log_lines_dropped_total
+  const Logger* log = nullptr;                  // lp_log_lines_dropped_total
+  const KeptBytesBudget* kept_bytes = nullptr;  // lp_kept_request_bytes{,_budget}
 };
 
 class PrometheusMetrics : public Metrics {

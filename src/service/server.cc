@@ -16,6 +16,7 @@
 #include "service/auto_halt_controller.h"
 #include "service/component_store.h"
 #include "service/grpc_server.h"
+#include "service/kept_bytes_budget.h"
 #include "service/live_patching_service.h"
 #include "service/memory_budget.h"
 #include "service/metrics.h"
@@ -232,6 +233,7 @@ struct Server::Impl {
   std::unique_ptr<HealthHandler> health;
   std::unique_ptr<TlsPortHandler> tls_handler;
   std::unique_ptr<TransportEventLog> events;
+  std::unique_ptr<KeptBytesBudget> kept_bytes;  // every connection's streams charge it
   std::unique_ptr<GrpcServer> grpc_server;
   std::atomic<GrpcServer*> running{nullptr};  // grpc_server, for the loops' health checks
   uint16_t port = 0;
@@ -340,7 +342,8 @@ Status Server::Impl::StartGrpc() {
       max_connections = b->max_connections;
     }
   }
-  options.kept_bytes_budget = KeptBytesBudgetFor(budget);
+  kept_bytes = std::make_unique<KeptBytesBudget>(KeptBytesBudgetFor(budget));
+  options.kept_bytes = kept_bytes.get();
   options.listeners.push_back(
       {config.listen, true, tls_handler.get(), "--listen", false, config.proxy_protocol});
   if (!config.health_listen.empty()) {
@@ -442,9 +445,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
     impl->prometheus->SetConnectionLimits(impl->grpc_server->max_connections(),
                                           impl->budget ? impl->budget->memory_limit : 0);
     if (Status st = impl->prometheus->Listen(
-            c.metrics_listen, {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
-                               impl->authenticator.get(), impl->limiter.get(),
-                               impl->auto_halt.get(), impl->attestation_roots, log});
+            c.metrics_listen,
+            {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
+             impl->authenticator.get(), impl->limiter.get(), impl->auto_halt.get(),
+             impl->attestation_roots, log, impl->kept_bytes.get()});
         !st.ok()) {
       return st.Annotate("--metrics-listen");
     }
@@ -478,7 +482,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
        {"memory_limit", impl->budget ? FormatByteSize(impl->budget->memory_limit) : "none"},
        {"memory_limit_from", impl->memory_limit_from},
        {"connection_worst_case_bytes", static_cast<int64_t>(WorstCaseConnectionBytes(H2Limits{}))},
-       {"kept_request_bytes_budget", static_cast<int64_t>(KeptBytesBudgetFor(impl->budget))},
+       {"kept_request_bytes_budget", static_cast<int64_t>(impl->kept_bytes->limit())},
        {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)}});
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

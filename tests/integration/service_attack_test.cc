@@ -1527,9 +1527,11 @@ TEST_F(ServiceAttackTest, AMemoryLimitRefusesConnectionsBeforeTheKernelWould) {
   constexpr uint64_t kLimit = 256ull << 20;
   StartService({}, {"--memory-limit", "256Mi", "--metrics-listen", "127.0.0.1:0"});
   size_t cap = 0;
+  double kept_budget = 0;
   for (const auto& line : lps_->LogLines()) {
     if (line.value("msg", "") == "live-patching-service serving") {
       cap = line.value("max_connections", 0);
+      kept_budget = line.value("kept_request_bytes_budget", 0.0);
       EXPECT_EQ(line.value("memory_limit", ""), "256Mi");
       EXPECT_EQ(line.value("memory_limit_from", ""), "flag");
     }
@@ -1574,6 +1576,10 @@ TEST_F(ServiceAttackTest, AMemoryLimitRefusesConnectionsBeforeTheKernelWould) {
   EXPECT_EQ(MetricValue(metrics, "lp_max_connections").value_or(0), static_cast<double>(cap));
   EXPECT_EQ(MetricValue(metrics, "lp_memory_limit_bytes").value_or(0), static_cast<double>(kLimit));
   EXPECT_LE(MetricValue(metrics, "lp_open_connections").value_or(1e9), static_cast<double>(cap));
+  // The held streams keep their metadata and bodies, within the process's budget.
+  EXPECT_EQ(MetricValue(metrics, "lp_kept_request_bytes_budget").value_or(0), kept_budget);
+  EXPECT_GT(MetricValue(metrics, "lp_kept_request_bytes").value_or(0), 0);
+  EXPECT_LE(MetricValue(metrics, "lp_kept_request_bytes").value_or(1e12), kept_budget);
   bool logged = false;
   for (const auto& line : lps_->LogLines()) {
     logged |= line.value("msg", "") == "connection limit" &&
@@ -1591,6 +1597,14 @@ TEST_F(ServiceAttackTest, AMemoryLimitRefusesConnectionsBeforeTheKernelWould) {
   }
   ASSERT_TRUE(r.status.ok()) << r.code() << " " << r.status.error_message();
   EXPECT_EQ(r.response.config(), kServedMap);
+  // Every closed stream gave back what it kept.
+  std::optional<double> kept;
+  for (auto until = steady_clock::now() + seconds(10); steady_clock::now() < until;) {
+    kept = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_kept_request_bytes");
+    if (kept == 0.0) break;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_EQ(kept, 0.0);
 }
 
 }  // namespace
