@@ -127,7 +127,8 @@ struct AttestedDocumentOptions {
   // document embedding exactly those bytes, as its only certificate, in IMDS's layout and
   // with the same envelope, gets that refusal after a parse of its envelope and a hash,
   // without the certificate's parse and chain. Only chain failures are kept (never a bad
-  // signature, a wrong name or a certificate not yet valid). 0 turns it off.
+  // signature, a wrong name or a certificate not yet valid), and only certificates up to
+  // 8 KiB. 0 turns it off.
   size_t signer_refusal_slots = 256;
   // The time for timeStamp.createdOn/expiresOn and for cache expiry; empty: the system clock.
   // For tests. Certificate validity is still checked by OpenSSL against the real time.

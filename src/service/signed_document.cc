@@ -492,10 +492,14 @@ void SignedDocumentVerifier::RememberSigner(PKCS7* p7, const SignedDocument& sig
 // the chain's (not the signature's: the chain then verifies here) and no later time can make
 // the chain valid (not X509_V_ERR_CERT_NOT_YET_VALID), so that a later document embedding it
 // is refused for a parse of its envelope. An attacker then needs a new certificate, and a key
-// of its own, for every document that costs a chain.
+// of its own, for every document that costs a chain. Certificates over kMaxRefusedSignerBytes
+// are not kept: the table's memory is the attacker's choice of certificate otherwise.
 void SignedDocumentVerifier::RememberRefusedSigner(PKCS7* p7, const SignedDocument& signed_doc,
                                                    TimePoint now) {
-  if (!refused_signers_) return;
+  if (!refused_signers_ || sk_X509_num(p7->d.sign->cert) != 1 ||
+      i2d_X509(sk_X509_value(p7->d.sign->cert, 0), nullptr) > kMaxRefusedSignerBytes) {
+    return;
+  }
   std::optional<ChainCheck> chain = CheckChainOfOnlyCertificate(p7, roots_.get());
   if (!chain || chain->verified ||
       X509_STORE_CTX_get_error(chain->ctx.get()) == X509_V_ERR_CERT_NOT_YET_VALID) {

@@ -1018,6 +1018,24 @@ TEST_F(SignerCacheTest, RefusalsTimeOrANameDecideAreNotKept) {
                                 Path::kFullCheck);
 }
 
+// A refused certificate over 8 KiB is not kept (the table's memory would be the attacker's
+// choice): each of its documents is checked in full.
+TEST_F(SignerCacheTest, ALargeRefusedCertificateIsNotKept) {
+  TestCa other = TestCa::Create("test-imds-root");
+  LeafOptions leaf;
+  leaf.common_name = "metadata.azure.com";
+  leaf.dns_names = {"metadata.azure.com"};
+  for (int i = 0; i < 500; ++i) leaf.dns_names.push_back("n" + std::to_string(i) + ".example.com");
+  leaf.usage = KeyUsage::kServerAndClientAuth;
+  signer_ = other.IssueLeaf(leaf);
+  ossl::X509Ptr cert = ossl::ParseCertPem(signer_.cert_pem);
+  ASSERT_GT(i2d_X509(cert.get(), nullptr), 8 * 1024);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-1")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+  ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-2")), IdentityFailure::kUntrustedSigner,
+                                Path::kFullCheck);
+}
+
 // A document embedding a refused certificate but whose envelope the full check refuses
 // otherwise gets the full check's own answer (here: its SignerInfo names another issuer).
 TEST_F(SignerCacheTest, AnEnvelopeAroundARefusedCertificateIsStillChecked) {
