@@ -24,7 +24,7 @@
 #   --signer ec|rsa   ec (default): an ECDSA P-256 signer under an ECDSA root, as the IMDS
 #                     stand-in makes (tests/support/imds_standin.cc); rsa: an RSA-2048 signer
 #                     under an RSA-2048 intermediate and root, as Azure's IMDS (the roots file
-#                     then holds root + intermediate, as src/service/node_identity.h says)
+#                     then holds root + intermediate, as src/service/identity/node_identity.h says)
 #   --idle-conns N    idle TLS+HTTP/2 connections for the memory figure (default 2000)
 #   --through-haproxy each server behind its own HAProxy (deploy/haproxy/haproxy.cfg); HAProxy's
 #                     CPU per call is reported too. Default: direct, the headline figure.

@@ -1,5 +1,5 @@
 // lps-trivial-bench-server: the ceiling for bench/service_bench.sh --trivial. The service's
-// own server (service/grpc_server.h: TLS from files, the same limits and loops) with a
+// own server (service/transport/grpc_server.h: TLS from files, the same limits and loops) with a
 // handler that does nothing: no identity check, no store, no metrics, no access log; it
 // answers every call with the one config given on the command line. What this serves per
 // second on the bench machine is as far as any work done in the handler could take the real
@@ -13,8 +13,8 @@
 
 #include "akslivepatching/v1/live_patching.pb.h"
 #include "common/log.h"
-#include "service/grpc_server.h"
-#include "service/tls_server_context.h"
+#include "service/transport/grpc_server.h"
+#include "service/transport/tls_server_context.h"
 
 namespace {
 

@@ -137,7 +137,7 @@ stack_idle_rss() {
 # DNS SAN, EKU serverAuth+clientAuth, as tests/support/imds_standin.cc's IssueImdsSigner) and DIR/roots.pem, the
 # services' --attestation-roots. ec: an ECDSA P-256 signer under an ECDSA root, as the IMDS
 # stand-in makes; rsa: an RSA-2048 signer under an RSA-2048 intermediate and root, as Azure's
-# IMDS (roots.pem then holds root + intermediate, as src/service/node_identity.h says).
+# IMDS (roots.pem then holds root + intermediate, as src/service/identity/node_identity.h says).
 stack_imds_pki() {
   local dir=$1 kind=$2 issuer=root
   local -a key=(ec -pkeyopt ec_paramgen_curve:P-256)

@@ -3,7 +3,7 @@
 //
 // `live-patching-service validate | plan | simulate ...` are the operator's tools for staged
 // rollouts (docs/ROLLOUTS.md): they read a component folder and never serve. Their logic is
-// in src/service/rollout_tools.h; here only their flags and printing.
+// in src/service/control/rollout_tools.h; here only their flags and printing.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -19,12 +19,12 @@
 #include "common/duration.h"
 #include "common/file_util.h"
 #include "common/log.h"
-#include "service/component_store.h"
-#include "service/memory_budget.h"
-#include "service/rollout.h"
-#include "service/rollout_edit.h"
-#include "service/rollout_tools.h"
+#include "service/control/rollout_edit.h"
+#include "service/control/rollout_tools.h"
+#include "service/rollout/rollout.h"
 #include "service/server.h"
+#include "service/store/component_store.h"
+#include "service/transport/memory_budget.h"
 
 namespace {
 

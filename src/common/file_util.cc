@@ -74,6 +74,14 @@ StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes
   return out;
 }
 
+StatusOr<std::string> ReadFlagFile(const char* flag, const std::string& path) {
+  constexpr size_t kMaxFlagFileBytes = 1 << 20;  // a certificate bundle is tens of KiB
+  if (path.empty()) return Status::InvalidArgument(std::string(flag) + " is required");
+  StatusOr<std::string> text = ReadFileToString(path, kMaxFlagFileBytes);
+  if (!text.ok()) return text.status().Annotate(flag);
+  return text;
+}
+
 std::optional<mode_t> ExistingMode(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;

@@ -21,6 +21,10 @@ namespace hotfix {
 // kNotFound.
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes);
 
+// Reads the file a flag names (PEM and the like, at most 1 MiB): "<flag> is required" when
+// the path is empty, and the flag named in every error.
+StatusOr<std::string> ReadFlagFile(const char* flag, const std::string& path);
+
 // What says a file changed without reading it (symlinks followed): a rename over it changes
 // the inode, an edit in place the size or the modification time. All zero when stat fails.
 struct FileStamp {

@@ -4,7 +4,7 @@
 
 #include "akslivepatching/v1/live_patching.pb.h"
 #include "common/text.h"
-#include "service/access_log.h"
+#include "service/ops/access_log.h"
 
 namespace hotfix::service {
 namespace {

@@ -24,15 +24,15 @@
 #include <vector>
 
 #include "common/log.h"
-#include "service/access_log.h"
-#include "service/auto_halt.h"
-#include "service/component_store.h"
-#include "service/h2_session.h"
-#include "service/metrics.h"
-#include "service/node_identity.h"
-#include "service/rate_limiter.h"
+#include "service/control/rollout_status.h"
+#include "service/identity/node_identity.h"
+#include "service/identity/rate_limiter.h"
+#include "service/ops/access_log.h"
+#include "service/ops/metrics.h"
 #include "service/recent_reports.h"
-#include "service/rollout_status.h"
+#include "service/rollout/auto_halt.h"
+#include "service/store/component_store.h"
+#include "service/transport/h2_session.h"
 #include "wire/grpc_status.h"
 
 namespace hotfix::service {

@@ -1,7 +1,7 @@
 // The parts of gRPC's HTTP/2 mapping (PROTOCOL-HTTP2.md in grpc/grpc) that a client and a
 // server both need: the 5-byte length-prefixed message, grpc-timeout's text, and which
 // content-types are gRPC. The node's client (grpc_unary.cc) and the service's server
-// (service/grpc_server.cc) share them; nothing here knows either side.
+// (service/transport/grpc_server.cc) share them; nothing here knows either side.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// The service's attested-document verifier (service/node_identity.h, signed_document.h,
+// The service's attested-document verifier (service/identity/node_identity.h, signed_document.h,
 // attested_content.h): the `authorization` metadata any TLS client can send. Three ways in,
 // chosen by the first byte:
 //  - even: the rest is the token as sent: size cap, strict base64, DER PKCS#7, PKCS7_verify
@@ -28,9 +28,9 @@
 #include "common/base64.h"
 #include "fuzz_util.h"
 #include "imds_standin.h"
-#include "service/attested_content.h"
-#include "service/node_identity.h"
-#include "service/signed_document.h"
+#include "service/identity/attested_content.h"
+#include "service/identity/node_identity.h"
+#include "service/identity/signed_document.h"
 #include "test_certs.h"
 
 using namespace hotfix;

@@ -10,10 +10,10 @@
 
 #include "common/log.h"
 #include "fuzz_util.h"
-#include "service/component_store.h"
+#include "service/identity/node_identity.h"
 #include "service/live_patching_service.h"
-#include "service/metrics.h"
-#include "service/node_identity.h"
+#include "service/ops/metrics.h"
+#include "service/store/component_store.h"
 
 namespace hotfix::service {
 

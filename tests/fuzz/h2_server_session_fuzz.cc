@@ -1,4 +1,4 @@
-// The service's HTTP/2 server session (service/h2_session.h) fed arbitrary bytes, as an
+// The service's HTTP/2 server session (service/transport/h2_session.h) fed arbitrary bytes, as an
 // unauthenticated peer sends them after the TLS handshake: nghttp2's frame and HPACK
 // parsing, our gRPC mapping for unary calls and every per-connection limit, with time moving
 // between reads so the timers (request, idle, first-request, delayed replies) fire too.
@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "service/h2_session.h"
+#include "service/transport/h2_session.h"
 
 using namespace hotfix;
 using namespace hotfix::service;

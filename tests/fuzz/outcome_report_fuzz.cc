@@ -1,6 +1,6 @@
 // ReportHotfixOutcome as the service decides it (LivePatchingServiceImpl::Decide with a report,
 // src/service/live_patching_service.cc): every field a node controls, checked and attributed,
-// then written into the access-log line (FormatAccessLogLine, src/service/access_log.cc).
+// then written into the access-log line (FormatAccessLogLine, src/service/ops/access_log.cc).
 //
 // Input: fields separated by NUL bytes: component name, base_version, hotfix_version, the
 // outcome (its first byte, as the enum's number), detail, :authority. Missing fields are empty.
@@ -22,8 +22,8 @@
 
 #include "fixed_service.h"
 #include "fuzz_util.h"
-#include "service/access_log.h"
 #include "service/live_patching_service.h"
+#include "service/ops/access_log.h"
 
 using namespace hotfix;
 using namespace hotfix::service;

@@ -1,6 +1,6 @@
 // The automatic halt's evidence as Prometheus' HTTP API answers it (ParseOutcomeMatrix,
-// ParseOutcomeVector, ParseKnownRollouts in src/service/prometheus_outcomes.cc), then judged
-// (JudgeAutoHalt, HaltConditionHolds in src/service/auto_halt.cc). Prometheus is the
+// ParseOutcomeVector, ParseKnownRollouts in src/service/ops/prometheus_outcomes.cc), then judged
+// (JudgeAutoHalt, HaltConditionHolds in src/service/rollout/auto_halt.cc). Prometheus is the
 // operator's, but its answers carry label values any node's report put there and arrive over
 // the network.
 //
@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "service/auto_halt.h"
-#include "service/prometheus_outcomes.h"
+#include "service/ops/prometheus_outcomes.h"
+#include "service/rollout/auto_halt.h"
 
 using namespace hotfix;
 using namespace hotfix::service;

@@ -1,6 +1,6 @@
 // The first bytes of every connection to a listener with --proxy-protocol: the PROXY protocol
-// header, version 1 or 2 (src/service/proxy_protocol.cc, ParseProxyHeader), read before TLS
-// from whoever connects.
+// header, version 1 or 2 (src/service/transport/proxy_protocol.cc, ParseProxyHeader), read before
+// TLS from whoever connects.
 //
 // Input: the bytes a peer sent first.
 //
@@ -20,7 +20,7 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "service/proxy_protocol.h"
+#include "service/transport/proxy_protocol.h"
 
 using namespace hotfix::service;
 

@@ -1,8 +1,8 @@
 // The network's way into staged rollouts: the `:authority` any caller sends becomes the
 // cluster a rollout's `match.clusters` patterns are matched against and, for a cluster cohort,
-// the bucket key (MakeRolloutNode, MatchesClusterPattern and AnswerFor in src/service/rollout.cc;
-// docs/ROLLOUTS.md). The service's answer to a call is checked end to end through
-// LivePatchingServiceImpl::Decide with a file that ramps a cluster cohort.
+// the bucket key (MakeRolloutNode, MatchesClusterPattern and AnswerFor in
+// src/service/rollout/rollout.cc; docs/ROLLOUTS.md). The service's answer to a call is checked end
+// to end through LivePatchingServiceImpl::Decide with a file that ramps a cluster cohort.
 //
 // Input: the `:authority` bytes, then optionally a NUL and a cluster pattern (an operator's
 // input, fuzzed here to drive the matcher: the host it meets is the network's).
@@ -25,7 +25,7 @@
 #include "common/text.h"
 #include "fixed_service.h"
 #include "fuzz_util.h"
-#include "service/rollout.h"
+#include "service/rollout/rollout.h"
 
 using namespace hotfix;
 using namespace hotfix::service;

@@ -24,8 +24,8 @@
 #include "common/log.h"
 #include "fixed_service.h"
 #include "fuzz_util.h"
-#include "service/component_store.h"
 #include "service/live_patching_service.h"
+#include "service/store/component_store.h"
 
 using namespace hotfix;
 using namespace hotfix::service;

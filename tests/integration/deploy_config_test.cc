@@ -17,8 +17,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "service/h2_session.h"
-#include "service/memory_budget.h"
+#include "service/transport/h2_session.h"
+#include "service/transport/memory_budget.h"
 #include "service_fixture.h"
 #include "text_util.h"
 

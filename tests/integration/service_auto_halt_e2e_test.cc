@@ -23,7 +23,7 @@
 #include "akslivepatching/v1/live_patching.grpc.pb.h"
 #include "haproxy.h"
 #include "prometheus.h"
-#include "service/rollout.h"
+#include "service/rollout/rollout.h"
 #include "service_fixture.h"
 #include "tls_peer.h"
 

@@ -16,9 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bin_dir.h"
-#include "service/component_store.h"
-#include "service/rollout.h"
-#include "service/rollout_tools.h"
+#include "service/control/rollout_tools.h"
+#include "service/rollout/rollout.h"
+#include "service/store/component_store.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 

@@ -15,9 +15,9 @@
 
 #include "akslivepatching/v1/live_patching.pb.h"
 #include "captured_log.h"
-#include "service/component_store.h"
 #include "service/live_patching_service.h"
-#include "service/metrics.h"
+#include "service/ops/metrics.h"
+#include "service/store/component_store.h"
 
 namespace hotfix::service {
 namespace {

@@ -12,8 +12,8 @@
 #include <stdexcept>
 
 #include "openssl_util.h"
-#include "service/node_identity.h"
-#include "service/signed_document.h"
+#include "service/identity/node_identity.h"
+#include "service/identity/signed_document.h"
 
 namespace hotfix::testsupport {
 namespace {

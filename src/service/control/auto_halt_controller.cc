@@ -1,0 +1,236 @@
+#include "service/control/auto_halt_controller.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+
+#include "service/control/rollout_status.h"
+
+namespace hotfix::service {
+namespace {
+
+int64_t AsInt(uint64_t v) { return static_cast<int64_t>(v); }
+
+}  // namespace
+
+Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state) {
+  Rollout out = rollout;
+  if (!rollout.auto_halt || rollout.halted) return out;
+  const bool current = state != nullptr && state->policy == *rollout.auto_halt &&
+                       state->since == AutoHaltSince(rollout);
+  if (!current || state->halted_at || !state->evaluated_at) {
+    out.halted = true;
+  } else if (!state->signal_ok) {
+    out.hold_at =
+        rollout.hold_at ? std::min(*rollout.hold_at, *state->evaluated_at) : *state->evaluated_at;
+  }
+  return out;
+}
+
+AutoHaltController::AutoHaltController(const ComponentStore* files,
+                                       AutoHaltControllerOptions options)
+    : files_(files), options_(std::move(options)) {
+  if (!options_.now) options_.now = RolloutNow;
+}
+
+AutoHaltController::~AutoHaltController() { Stop(); }
+
+std::shared_ptr<const StoreSnapshot> AutoHaltController::Current() const {
+  std::shared_ptr<const StoreSnapshot> files = files_->Current();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (files == nullptr) return nullptr;
+  if (files != served_files_ || version_ != served_version_) {
+    served_ = Rebuild(files);
+    served_files_ = std::move(files);
+    served_version_ = version_;
+  }
+  return served_;
+}
+
+// Called with mu_ held, only when the files or the judgement changed.
+std::shared_ptr<const StoreSnapshot> AutoHaltController::Rebuild(
+    std::shared_ptr<const StoreSnapshot> files) const {
+  auto out = std::make_shared<StoreSnapshot>(*files);  // shares every config
+  for (auto& [component, config] : out->components) {
+    if (std::none_of(config->rollouts.begin(), config->rollouts.end(),
+                     [](const Rollout& r) { return r.auto_halt.has_value(); })) {
+      continue;
+    }
+    auto judged = std::make_shared<ComponentConfig>(*config);
+    judged->file = config;
+    for (Rollout& rollout : judged->rollouts) {
+      if (!rollout.auto_halt) continue;
+      auto it = states_.find({component, rollout.name});
+      rollout = JudgedRollout(rollout, it == states_.end() ? nullptr : &it->second);
+    }
+    config = std::move(judged);
+  }
+  return out;
+}
+
+void AutoHaltController::EvaluateNow() {
+  std::shared_ptr<const StoreSnapshot> files = files_->Current();
+  std::map<RolloutKey, std::pair<AutoHaltPolicy, RolloutTime>> wanted;
+  if (files != nullptr) {
+    for (const auto& [component, config] : files->components) {
+      for (const Rollout& rollout : config->rollouts) {
+        if (rollout.auto_halt && !rollout.halted) {
+          wanted[{component, rollout.name}] = {*rollout.auto_halt, AutoHaltSince(rollout)};
+        }
+      }
+    }
+  }
+  const RolloutTime now = options_.now();
+  const auto started = std::chrono::steady_clock::now();
+  StatusOr<OutcomeEvidence> evidence = Status::Unavailable("no --prometheus-url");
+  if (!wanted.empty() && options_.source != nullptr) {
+    RolloutTime from = now;
+    for (const auto& [key, policy_since] : wanted) from = std::min(from, policy_since.second);
+    evidence = options_.source->Fetch(from, now);
+  }
+  Apply(wanted, evidence, now);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Judged here, on the evaluation's thread, so that a call only ever copies a pointer (a
+  // reload between evaluations is judged by the first call that sees it).
+  if (files != nullptr) {
+    served_ = Rebuild(files);
+    served_files_ = files;
+    served_version_ = version_;
+  }
+  if (wanted.empty()) return;
+  ++(evidence.ok() ? stats_.ok : stats_.unavailable);
+  stats_.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+AutoHaltStats AutoHaltController::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void AutoHaltController::Apply(
+    const std::map<RolloutKey, std::pair<AutoHaltPolicy, RolloutTime>>& wanted,
+    const StatusOr<OutcomeEvidence>& evidence, RolloutTime now) {
+  Logger* log = options_.log;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<RolloutKey, AutoHaltState> next;
+  for (const auto& [key, policy_since] : wanted) {
+    const auto& [policy, since] = policy_since;
+    AutoHaltState st;
+    if (auto old = states_.find(key);
+        old != states_.end() && old->second.policy == policy && old->second.since == since) {
+      st = old->second;  // a changed policy is a person acting: judged afresh
+    } else {
+      st.policy = policy;
+      st.since = since;
+    }
+    const bool was_ok = st.signal_ok;
+    const bool known_before = st.evaluated_at.has_value() || !st.signal_error.empty();
+    std::string error;
+    if (!evidence.ok()) {
+      error = evidence.status().message();
+    } else if (options_.served && options_.served(key) && evidence->known.count(key) == 0) {
+      error =
+          "Prometheus has no lp_rollout_applied_total series of the rollout, which this "
+          "replica served: is it scraping every replica?";
+    }
+    if (!error.empty()) {
+      st.signal_ok = false;
+      const bool changed = st.signal_error != error;
+      st.signal_error = error;
+      if (log != nullptr && (was_ok || !known_before || changed)) {
+        log->Warn("rollout auto-halt signal unavailable; holding the rollout where it was",
+                  {{"component", key.component},
+                   {"rollout", key.rollout},
+                   {"error", error},
+                   {"held_at", st.evaluated_at ? FormatRolloutTime(*st.evaluated_at)
+                                               : std::string("not applied: no evaluation yet")}});
+      }
+      next.emplace(key, std::move(st));
+      continue;
+    }
+    auto steps = evidence->steps.find(key);
+    AutoHaltJudgement judged = JudgeAutoHalt(
+        policy, since, steps == evidence->steps.end() ? std::vector<TallyStep>{} : steps->second);
+    st.signal_ok = true;
+    st.signal_error.clear();
+    st.tally = judged.total;
+    st.evaluated_at = now;
+    if (log != nullptr && !was_ok && known_before) {
+      log->Info("rollout auto-halt signal back", {{"component", key.component},
+                                                  {"rollout", key.rollout},
+                                                  {"reports", AsInt(st.tally.reports)},
+                                                  {"failures", AsInt(st.tally.failures)}});
+    }
+    if (!st.halted_at && judged.halted_at) {
+      st.halted_at = judged.halted_at;
+      st.evidence = HaltEvidence(policy, judged.total);
+      if (log != nullptr) {
+        log->Error("rollout auto-halted", {{"component", key.component},
+                                           {"rollout", key.rollout},
+                                           {"evidence", st.evidence},
+                                           {"reports", AsInt(st.tally.reports)},
+                                           {"failures", AsInt(st.tally.failures)},
+                                           {"since", FormatRolloutTime(since)},
+                                           {"halted_at", FormatRolloutTime(*st.halted_at)}});
+      }
+    }
+    next.emplace(key, std::move(st));
+  }
+  if (log != nullptr) {
+    for (const auto& [key, st] : states_) {
+      if (st.halted_at && (next.count(key) == 0 || !next.at(key).halted_at)) {
+        log->Warn(
+            "rollout auto-halt released by its file (auto_halt or since changed, or "
+            "halted by hand)",
+            {{"component", key.component}, {"rollout", key.rollout}});
+      }
+    }
+  }
+  states_ = std::move(next);
+  ++version_;
+}
+
+std::map<RolloutKey, AutoHaltState> AutoHaltController::States() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return states_;
+}
+
+void AutoHaltController::Start() {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { Run(); });
+  // Named, so that its CPU can be told apart in /proc/PID/task (bench/auto_halt_bench.sh).
+  pthread_setname_np(thread_.native_handle(), "lp-auto-halt");
+}
+
+void AutoHaltController::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AutoHaltController::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    woken_ = true;
+  }
+  wake_.notify_all();
+}
+
+void AutoHaltController::Run() {
+  std::unique_lock<std::mutex> lock(run_mu_);
+  while (!stop_) {
+    woken_ = false;
+    lock.unlock();
+    EvaluateNow();
+    lock.lock();
+    wake_.wait_for(lock, options_.interval, [this] { return stop_ || woken_; });
+  }
+}
+
+}  // namespace hotfix::service

@@ -1,0 +1,138 @@
+// The automatic halt, running (docs/ROLLOUTS.md, "Automatic halt"): a background thread reads
+// the nodes' reports summed over every replica (an OutcomeSource: Prometheus) once per
+// interval, judges each auto-halting rollout (auto_halt.h), and serves the component store as
+// that judgement says: a halted rollout as `halted: true`, one whose evidence cannot be read
+// held where it was when it last could. Never on a call's path: a call reads a snapshot.
+//
+// Replicas keep no state of their own that matters: the evidence lives in Prometheus, so a
+// restarted replica judges the same history the same way (sticky), and what a replica
+// remembers (a halt it saw) only ever keeps a rollout halted, never lets one go.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "service/rollout/auto_halt.h"
+#include "service/store/component_store.h"
+
+namespace hotfix::service {
+
+struct RolloutKey {
+  std::string component;
+  std::string rollout;
+  auto operator<=>(const RolloutKey&) const = default;
+};
+
+// What one read of the evidence found, for every rollout at once.
+struct OutcomeEvidence {
+  // Per rollout, its reports per step (only steps that added some).
+  std::map<RolloutKey, std::vector<TallyStep>> steps;
+  // The rollouts the evidence knows were served (their lp_rollout_applied_total series exist):
+  // a rollout this replica served that is not here means Prometheus does not see us.
+  std::set<RolloutKey> known;
+};
+
+// Where the evidence comes from. Prometheus in production (prometheus_outcomes.h); tests
+// swap in fakes.
+class OutcomeSource {
+ public:
+  virtual ~OutcomeSource() = default;
+  // The reports of every rollout from `from` to `now`, in steps. One batch of requests,
+  // however many rollouts.
+  virtual StatusOr<OutcomeEvidence> Fetch(RolloutTime from, RolloutTime now) = 0;
+};
+
+// One auto-halting rollout as the controller last judged it.
+struct AutoHaltState {
+  AutoHaltPolicy policy;
+  RolloutTime since;
+  bool signal_ok = false;                   // the last evaluation read the evidence
+  std::string signal_error;                 // why not, when !signal_ok
+  OutcomeTally tally;                       // at the last good evaluation
+  std::optional<RolloutTime> evaluated_at;  // the last good evaluation
+  std::optional<RolloutTime> halted_at;     // set once, kept while the policy stays
+  std::string evidence;                     // HaltEvidence at the halt
+};
+
+// The rollout as the judgement says it applies: halted once halted or before anything is
+// known (state null, or judged under another policy); held at the last good evaluation while
+// the evidence cannot be read; as the file says otherwise.
+Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state);
+
+struct AutoHaltControllerOptions {
+  // Null: there is no evidence (no --prometheus-url); every auto-halting rollout is held.
+  OutcomeSource* source = nullptr;
+  std::chrono::milliseconds interval{30000};
+  // Whether this replica has answered a call with the rollout (lp_rollout_applied_total > 0).
+  std::function<bool(const RolloutKey&)> served;
+  Logger* log = nullptr;  // one line per transition; null: none
+  // "Now" for evaluations (tests); default RolloutNow().
+  std::function<RolloutTime()> now;
+};
+
+// Evaluations that read (or tried to read) the evidence: none while no rollout has auto_halt.
+struct AutoHaltStats {
+  uint64_t ok = 0;           // the evidence was read
+  uint64_t unavailable = 0;  // it could not be (no source, Prometheus down, a query failed)
+  double seconds = 0;        // wall time spent reading and judging, all evaluations
+};
+
+// A ComponentStore: the files' store (borrowed, must outlive this) with the judgement applied.
+class AutoHaltController : public ComponentStore {
+ public:
+  AutoHaltController(const ComponentStore* files, AutoHaltControllerOptions options);
+  ~AutoHaltController() override;
+
+  // The files' snapshot with every auto-halting rollout as judged: halted once halted; held at
+  // the last good evaluation while the evidence cannot be read; not applied at all before the
+  // first good evaluation (nothing known yet must not advance it). Same generation numbers.
+  std::shared_ptr<const StoreSnapshot> Current() const override;
+
+  // Starts the background evaluations (the first at once). Stop() or the destructor ends them.
+  void Start();
+  void Stop();
+  // Asks for an evaluation now (after a store reload: a new rollout is judged at once).
+  void Wake();
+  // One evaluation on the caller's thread (tests, and what the background thread runs).
+  void EvaluateNow();
+
+  std::map<RolloutKey, AutoHaltState> States() const;
+  AutoHaltStats stats() const;
+
+ private:
+  std::shared_ptr<const StoreSnapshot> Rebuild(std::shared_ptr<const StoreSnapshot> files) const;
+  void Apply(const std::map<RolloutKey, std::pair<AutoHaltPolicy, RolloutTime>>& wanted,
+             const StatusOr<OutcomeEvidence>& evidence, RolloutTime now);
+  void Run();
+
+  const ComponentStore* files_;
+  AutoHaltControllerOptions options_;
+
+  mutable std::mutex mu_;
+  std::map<RolloutKey, AutoHaltState> states_;  // guarded by mu_
+  uint64_t version_ = 0;                        // guarded by mu_; +1 per change of states_
+  AutoHaltStats stats_;                         // guarded by mu_
+  // The last snapshot served and what it was made from (guarded by mu_).
+  mutable std::shared_ptr<const StoreSnapshot> served_files_;
+  mutable uint64_t served_version_ = 0;
+  mutable std::shared_ptr<const StoreSnapshot> served_;
+
+  std::mutex run_mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;   // guarded by run_mu_
+  bool woken_ = false;  // guarded by run_mu_
+  std::thread thread_;
+};
+
+}  // namespace hotfix::service

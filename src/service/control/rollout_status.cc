@@ -1,0 +1,176 @@
+#include "service/control/rollout_status.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace hotfix::service {
+
+RolloutTime RolloutNow() {
+  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+std::shared_ptr<const RolloutStatus::Table> RolloutStatus::CurrentTable() const {
+  std::shared_ptr<const StoreSnapshot> snapshot = store_->Current();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (snapshot == nullptr) return nullptr;
+  if (table_ != nullptr && table_->snapshot->generation >= snapshot->generation) return table_;
+  auto next = std::make_shared<Table>();
+  next->snapshot = snapshot;
+  for (const auto& [component, config] : snapshot->components) {
+    if (config->rollouts.empty()) continue;
+    auto& counts = next->counts
+                       .emplace(std::piecewise_construct, std::forward_as_tuple(component),
+                                std::forward_as_tuple(config->rollouts.size()))
+                       .first->second;
+    if (table_ == nullptr) continue;
+    auto old_counts = table_->counts.find(component);
+    auto old_config = table_->snapshot->components.find(component);
+    if (old_counts == table_->counts.end()) continue;
+    const std::vector<Rollout>& old_rollouts = old_config->second->rollouts;
+    for (size_t i = 0; i < config->rollouts.size(); ++i) {
+      for (size_t j = 0; j < old_rollouts.size(); ++j) {
+        if (old_rollouts[j].name == config->rollouts[i].name) {
+          counts[i].store(old_counts->second[j].load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);
+          break;
+        }
+      }
+    }
+  }
+  table_ = std::move(next);
+  return table_;
+}
+
+void RolloutStatus::RecordApplied(uint64_t generation, std::string_view component,
+                                  const std::vector<size_t>& applied) {
+  if (applied.empty()) return;
+  std::shared_ptr<const Table> table;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    table = table_;
+  }
+  if (table == nullptr || table->snapshot->generation != generation) table = CurrentTable();
+  if (table == nullptr || table->snapshot->generation != generation) return;
+  auto counts = table->counts.find(component);
+  if (counts == table->counts.end()) return;
+  for (size_t i : applied) {
+    if (i < counts->second.size()) counts->second[i].fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool RolloutStatus::Served(const RolloutKey& key) const {
+  std::shared_ptr<const Table> table = CurrentTable();
+  if (table == nullptr) return false;
+  auto config = table->snapshot->components.find(key.component);
+  auto counts = table->counts.find(key.component);
+  if (config == table->snapshot->components.end() || counts == table->counts.end()) return false;
+  for (size_t i = 0; i < config->second->rollouts.size(); ++i) {
+    if (config->second->rollouts[i].name == key.rollout) {
+      return counts->second[i].load(std::memory_order_relaxed) > 0;
+    }
+  }
+  return false;
+}
+
+std::vector<RolloutStatusRow> RolloutStatus::Rows(RolloutTime now) const {
+  std::vector<RolloutStatusRow> rows;
+  std::shared_ptr<const Table> table = CurrentTable();
+  if (table == nullptr) return rows;
+  std::map<RolloutKey, AutoHaltState> judged;
+  if (auto_halt_ != nullptr) judged = auto_halt_->States();
+  for (const auto& [component, config] : table->snapshot->components) {
+    auto counts = table->counts.find(component);
+    for (size_t i = 0; i < config->rollouts.size(); ++i) {
+      RolloutStatusRow row;
+      Rollout as_judged;
+      const Rollout* file_rollout = &config->rollouts[i];
+      if (auto_halt_ != nullptr && file_rollout->auto_halt && !file_rollout->halted) {
+        auto st = judged.find({component, file_rollout->name});
+        if (st != judged.end()) row.auto_halt_state = st->second;
+        row.auto_halt = true;
+        as_judged =
+            JudgedRollout(*file_rollout, row.auto_halt_state ? &*row.auto_halt_state : nullptr);
+      }
+      const Rollout& rollout = row.auto_halt ? as_judged : *file_rollout;
+      row.component = component;
+      row.name = rollout.name;
+      row.state = StateAt(rollout, now);
+      if (row.auto_halt_state && row.auto_halt_state->halted_at) {
+        row.state = RolloutState::kAutoHalted;
+      } else if (row.auto_halt && rollout.halted) {
+        row.state = RolloutState::kHeld;  // not evaluated yet: applied to no one
+      }
+      row.threshold = ThresholdAt(rollout, now);
+      row.next_step = NextStep(rollout, now);
+      row.hold_at = file_rollout->hold_at;
+      row.halted = file_rollout->halted;
+      if (counts != table->counts.end()) {
+        row.applied_calls = counts->second[i].load(std::memory_order_relaxed);
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+namespace {
+
+// GET /rollouts' `auto_halt` object (docs/ROLLOUTS.md, "Automatic halt").
+nlohmann::json AutoHaltJson(const RolloutStatusRow& row) {
+  auto time_or_null = [](const std::optional<RolloutTime>& t) {
+    return t ? nlohmann::json(FormatRolloutTime(*t)) : nlohmann::json(nullptr);
+  };
+  nlohmann::json out;
+  const std::optional<AutoHaltState>& st = row.auto_halt_state;
+  out["signal"] = st && st->signal_ok ? "ok" : "unavailable";
+  out["error"] = st && !st->signal_ok ? nlohmann::json(st->signal_error) : nlohmann::json(nullptr);
+  out["reports"] = st ? st->tally.reports : 0;
+  out["failures"] = st ? st->tally.failures : 0;
+  out["failure_percent"] =
+      st && st->tally.reports > 0
+          ? nlohmann::json(std::round(10000.0 * static_cast<double>(st->tally.failures) /
+                                      static_cast<double>(st->tally.reports)) /
+                           100.0)
+          : nlohmann::json(nullptr);
+  out["since"] = st ? nlohmann::json(FormatRolloutTime(st->since)) : nlohmann::json(nullptr);
+  out["evaluated_at"] = st ? time_or_null(st->evaluated_at) : nullptr;
+  out["halted_at"] = st ? time_or_null(st->halted_at) : nullptr;
+  out["evidence"] = st && st->halted_at ? nlohmann::json(st->evidence) : nlohmann::json(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::string RolloutStatus::Json(RolloutTime now) const {
+  std::shared_ptr<const StoreSnapshot> snapshot = store_->Current();
+  nlohmann::json out;
+  out["time"] = FormatRolloutTime(now);
+  out["generation"] = snapshot ? snapshot->generation : 0;
+  // Which file of each component this replica serves (the first 12 hex digits of its SHA-256).
+  out["files"] = nlohmann::json::object();
+  if (snapshot != nullptr) {
+    for (const auto& [component, config] : snapshot->components) {
+      out["files"][component] = config->digest;
+    }
+  }
+  out["components"] = nlohmann::json::object();
+  for (const RolloutStatusRow& row : Rows(now)) {
+    nlohmann::json r;
+    r["name"] = row.name;
+    r["state"] = RolloutStateName(row.state);
+    r["percent"] = row.threshold / 100.0;
+    r["next_step"] = nullptr;
+    if (row.next_step) {
+      r["next_step"] = {{"at", FormatRolloutTime(row.next_step->at)},
+                        {"percent", row.next_step->threshold / 100.0}};
+    }
+    r["hold_at"] = row.hold_at ? nlohmann::json(FormatRolloutTime(*row.hold_at)) : nullptr;
+    r["halted"] = row.halted;
+    r["applied_calls"] = row.applied_calls;
+    if (row.auto_halt) r["auto_halt"] = AutoHaltJson(row);
+    out["components"][row.component].push_back(std::move(r));
+  }
+  return out.dump(2) + "\n";
+}
+
+}  // namespace hotfix::service

@@ -1,0 +1,606 @@
+#include "service/rollout/rollout.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/text.h"
+#include "service/rollout/json_message.h"
+
+namespace hotfix::service {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr size_t kMaxNameChars = 64;
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), IsDigit);
+}
+
+// [A-Za-z0-9][A-Za-z0-9._-]{0,63}
+bool IsValidRolloutName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNameChars || !IsAlnum(name[0])) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return IsAlnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
+Status WrongType(std::string_view field, const json& value, std::string_view want) {
+  return Status::InvalidArgument(std::string(field) + " is " + TypeName(value) + ", not " +
+                                 std::string(want));
+}
+
+Status RefuseUnknownKeys(const json& object, std::initializer_list<std::string_view> known,
+                         std::string_view where) {
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string list;
+      for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      return Status::InvalidArgument(std::string(where) + "unknown key " + Quote(key) +
+                                     " (known: " + list + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+// A list of strings, lower-cased and sorted (membership by binary search).
+StatusOr<std::vector<std::string>> ParseStringList(const json& value, std::string_view field,
+                                                   size_t max_entries, size_t max_chars) {
+  if (!value.is_array()) return WrongType(field, value, "an array of strings");
+  if (value.size() > max_entries) {
+    return Status::InvalidArgument(std::string(field) + " has " + std::to_string(value.size()) +
+                                   " entries, more than " + std::to_string(max_entries));
+  }
+  std::vector<std::string> out;
+  out.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string entry = std::string(field) + "[" + std::to_string(i) + "]";
+    if (!value[i].is_string()) return WrongType(entry, value[i], "a string");
+    const std::string& s = value[i].get_ref<const std::string&>();
+    if (s.empty() || s.size() > max_chars) {
+      return Status::InvalidArgument(entry + " " + QuoteJson(value[i]) + " must be 1 to " +
+                                     std::to_string(max_chars) + " characters");
+    }
+    out.push_back(AsciiLower(s));
+  }
+  return out;
+}
+
+StatusOr<RolloutMatch> ParseMatch(const json& value) {
+  if (!value.is_object()) return WrongType("match", value, "an object");
+  Status known = RefuseUnknownKeys(
+      value, {"subscriptions", "exclude_subscriptions", "clusters", "vm_ids"}, "match: ");
+  if (!known.ok()) return known;
+  RolloutMatch match;
+  struct Field {
+    const char* name;
+    std::vector<std::string>* out;
+    size_t max_entries;
+    size_t max_chars;
+    bool sorted;
+  };
+  const Field fields[] = {
+      {"subscriptions", &match.subscriptions, kMaxMatchEntries, 64, true},
+      {"exclude_subscriptions", &match.exclude_subscriptions, kMaxMatchEntries, 64, true},
+      {"clusters", &match.clusters, kMaxClusterPatterns, kMaxClusterPatternChars, false},
+      {"vm_ids", &match.vm_ids, kMaxMatchEntries, 64, true},
+  };
+  for (const Field& f : fields) {
+    auto it = value.find(f.name);
+    if (it == value.end()) continue;
+    auto list = ParseStringList(*it, std::string("match.") + f.name, f.max_entries, f.max_chars);
+    if (!list.ok()) return list.status();
+    *f.out = std::move(list).value();
+    if (f.sorted) std::sort(f.out->begin(), f.out->end());
+  }
+  return match;
+}
+
+// percent: a JSON number from 0 to 100 with at most two decimals -> percent * 100.
+StatusOr<uint32_t> ParsePercent(const json& value, std::string_view field) {
+  if (!value.is_number()) return WrongType(field, value, "a number");
+  const double percent = value.get<double>();
+  if (!(percent >= 0 && percent <= 100)) {
+    return Status::InvalidArgument(std::string(field) + " " + QuoteJson(value) +
+                                   " is not between 0 and 100");
+  }
+  const double scaled = percent * 100;
+  const double rounded = std::round(scaled);
+  // Doubles cannot hold 10.55 exactly; anything within a millionth of a hundredth is it.
+  if (std::fabs(scaled - rounded) > 1e-6) {
+    return Status::InvalidArgument(std::string(field) + " " + QuoteJson(value) +
+                                   " has more than two decimals");
+  }
+  return static_cast<uint32_t>(rounded);
+}
+
+StatusOr<RolloutTime> ParseTimeField(const json& value, std::string_view field) {
+  if (!value.is_string()) return WrongType(field, value, "an RFC 3339 string");
+  std::optional<RolloutTime> t = ParseRolloutTime(value.get_ref<const std::string&>());
+  if (!t) {
+    return Status::InvalidArgument(std::string(field) + " " + QuoteJson(value) +
+                                   " is not RFC 3339 in UTC (\"2026-12-04T06:00:00Z\")");
+  }
+  return *t;
+}
+
+StatusOr<std::vector<RolloutStep>> ParseSteps(const json& value) {
+  if (!value.is_array()) return WrongType("steps", value, "an array");
+  if (value.empty()) return Status::InvalidArgument("steps is empty");
+  if (value.size() > kMaxRolloutSteps) {
+    return Status::InvalidArgument("steps has " + std::to_string(value.size()) +
+                                   " entries, more than " + std::to_string(kMaxRolloutSteps));
+  }
+  std::vector<RolloutStep> steps;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string where = "steps[" + std::to_string(i) + "]";
+    const json& step = value[i];
+    if (!step.is_object()) return WrongType(where, step, "an object");
+    Status known = RefuseUnknownKeys(step, {"at", "percent"}, where + ": ");
+    if (!known.ok()) return known;
+    if (!step.contains("at")) return Status::InvalidArgument(where + ": missing \"at\"");
+    if (!step.contains("percent")) return Status::InvalidArgument(where + ": missing \"percent\"");
+    auto at = ParseTimeField(step["at"], where + ".at");
+    if (!at.ok()) return at.status();
+    auto threshold = ParsePercent(step["percent"], where + ".percent");
+    if (!threshold.ok()) return threshold.status();
+    if (!steps.empty() && *at <= steps.back().at) {
+      return Status::InvalidArgument(where + ".at " + QuoteJson(step["at"]) +
+                                     " is not after the step before it");
+    }
+    if (!steps.empty() && *threshold < steps.back().threshold) {
+      return Status::InvalidArgument(where + ".percent " + QuoteJson(step["percent"]) +
+                                     " is below the step before it (a ramp never shrinks; "
+                                     "halt the rollout instead)");
+    }
+    steps.push_back({*at, *threshold});
+  }
+  return steps;
+}
+
+// A count in an auto_halt policy: a JSON integer from 1 to kMaxAutoHaltCount.
+StatusOr<uint64_t> ParseCount(const json& value, std::string_view field) {
+  if (!value.is_number_integer()) return WrongType(field, value, "an integer");
+  const bool in_range =
+      value.is_number_unsigned()
+          ? value.get<uint64_t>() >= 1 && value.get<uint64_t>() <= kMaxAutoHaltCount
+          : value.get<int64_t>() >= 1 &&
+                static_cast<uint64_t>(value.get<int64_t>()) <= kMaxAutoHaltCount;
+  if (!in_range) {
+    return Status::InvalidArgument(std::string(field) + " " + QuoteJson(value) +
+                                   " is not between 1 and " + std::to_string(kMaxAutoHaltCount));
+  }
+  return value.get<uint64_t>();
+}
+
+StatusOr<AutoHaltPolicy> ParseAutoHalt(const json& value) {
+  if (!value.is_object()) return WrongType("auto_halt", value, "an object");
+  Status known = RefuseUnknownKeys(
+      value, {"max_failure_percent", "min_reports", "max_failures", "since"}, "auto_halt: ");
+  if (!known.ok()) return known;
+  for (const char* required : {"max_failure_percent", "min_reports"}) {
+    if (!value.contains(required)) {
+      return Status::InvalidArgument(std::string("auto_halt: missing \"") + required + "\"");
+    }
+  }
+  AutoHaltPolicy policy;
+  auto percent = ParsePercent(value["max_failure_percent"], "auto_halt.max_failure_percent");
+  if (!percent.ok()) return percent.status();
+  policy.max_failure_percent = *percent;
+  auto min_reports = ParseCount(value["min_reports"], "auto_halt.min_reports");
+  if (!min_reports.ok()) return min_reports.status();
+  policy.min_reports = *min_reports;
+  if (auto it = value.find("max_failures"); it != value.end()) {
+    auto max_failures = ParseCount(*it, "auto_halt.max_failures");
+    if (!max_failures.ok()) return max_failures.status();
+    policy.max_failures = *max_failures;
+  }
+  if (auto it = value.find("since"); it != value.end()) {
+    auto since = ParseTimeField(*it, "auto_halt.since");
+    if (!since.ok()) return since.status();
+    policy.since = *since;
+  }
+  return policy;
+}
+
+StatusOr<Rollout> ParseRollout(const json& value) {
+  if (!value.is_object()) return WrongType("the entry", value, "an object");
+  Status known = RefuseUnknownKeys(
+      value, {"name", "hotfixes", "match", "cohort", "steps", "hold_at", "halted", "auto_halt"},
+      "");
+  if (!known.ok()) return known;
+  Rollout rollout;
+  for (const char* required : {"name", "hotfixes", "steps"}) {
+    if (!value.contains(required)) {
+      return Status::InvalidArgument(std::string("missing \"") + required + "\"");
+    }
+  }
+  if (auto hotfixes = ParseHotfixMap(value["hotfixes"], "hotfixes"); hotfixes.ok()) {
+    rollout.hotfixes = std::move(hotfixes).value();
+  } else {
+    return hotfixes.status();
+  }
+  if (rollout.hotfixes.size() > kMaxRolloutHotfixes) {
+    return Status::InvalidArgument("hotfixes has more than " + std::to_string(kMaxRolloutHotfixes) +
+                                   " entries");
+  }
+  if (auto it = value.find("match"); it != value.end()) {
+    auto match = ParseMatch(*it);
+    if (!match.ok()) return match.status();
+    rollout.match = std::move(match).value();
+  }
+  if (auto it = value.find("cohort"); it != value.end()) {
+    if (*it == "node") {
+      rollout.cohort = Cohort::kNode;
+    } else if (*it == "cluster") {
+      rollout.cohort = Cohort::kCluster;
+    } else {
+      return Status::InvalidArgument("cohort " + QuoteJson(*it) +
+                                     " is not \"node\" or \"cluster\"");
+    }
+  }
+  auto steps = ParseSteps(value["steps"]);
+  if (!steps.ok()) return steps.status();
+  rollout.steps = std::move(steps).value();
+  if (auto it = value.find("hold_at"); it != value.end() && !it->is_null()) {
+    auto hold = ParseTimeField(*it, "hold_at");
+    if (!hold.ok()) return hold.status();
+    rollout.hold_at = *hold;
+  }
+  if (auto it = value.find("halted"); it != value.end()) {
+    if (!it->is_boolean()) return WrongType("halted", *it, "true or false");
+    rollout.halted = it->get<bool>();
+  }
+  if (auto it = value.find("auto_halt"); it != value.end()) {
+    auto policy = ParseAutoHalt(*it);
+    if (!policy.ok()) return policy.status();
+    rollout.auto_halt = *policy;
+  }
+  return rollout;
+}
+
+bool Listed(const std::vector<std::string>& sorted, const std::string& value) {
+  return std::binary_search(sorted.begin(), sorted.end(), value);
+}
+
+// The match and the cohort key, before any bucket.
+RolloutVerdict CheckMatch(const Rollout& rollout, const RolloutNode& node) {
+  if (rollout.halted) return RolloutVerdict::kHalted;
+  const RolloutMatch& m = rollout.match;
+  if (!m.subscriptions.empty() &&
+      (node.subscription.empty() || !Listed(m.subscriptions, node.subscription))) {
+    return RolloutVerdict::kSubscriptionNotListed;
+  }
+  if (!node.subscription.empty() && Listed(m.exclude_subscriptions, node.subscription)) {
+    return RolloutVerdict::kSubscriptionExcluded;
+  }
+  if (!m.clusters.empty() &&
+      std::none_of(m.clusters.begin(), m.clusters.end(),
+                   [&](const std::string& p) { return MatchesClusterPattern(p, node.cluster); })) {
+    return RolloutVerdict::kClusterNotMatched;
+  }
+  if (!m.vm_ids.empty() && (node.vm_id.empty() || !Listed(m.vm_ids, node.vm_id))) {
+    return RolloutVerdict::kVmIdNotListed;
+  }
+  const std::string& key = rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
+  if (key.empty()) return RolloutVerdict::kNoCohortKey;
+  return RolloutVerdict::kApplies;
+}
+
+const std::string& CohortKey(const Rollout& rollout, const RolloutNode& node) {
+  return rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
+}
+
+RolloutTime EvaluationTime(const Rollout& rollout, RolloutTime now) {
+  return rollout.hold_at ? std::min(now, *rollout.hold_at) : now;
+}
+
+}  // namespace
+
+// `*` matches any run of characters, dots included. The pattern is literal segments between
+// stars: the first must start the host, the last end it, and those between are found left to
+// right, each after the one before (leftmost is never wrong for `*` alone). Linear in the
+// host, with no backtracking.
+bool MatchesClusterPattern(std::string_view pattern, std::string_view host) {
+  const size_t first_star = pattern.find('*');
+  if (first_star == std::string_view::npos) return pattern == host;
+  const size_t last_star = pattern.rfind('*');
+  const std::string_view prefix = pattern.substr(0, first_star);
+  const std::string_view suffix = pattern.substr(last_star + 1);
+  if (host.size() < prefix.size() + suffix.size() || host.substr(0, prefix.size()) != prefix ||
+      host.substr(host.size() - suffix.size()) != suffix) {
+    return false;
+  }
+  std::string_view middle = host.substr(prefix.size(), host.size() - prefix.size() - suffix.size());
+  std::string_view stars = pattern.substr(first_star + 1, last_star - first_star);
+  while (!stars.empty()) {
+    const size_t next = stars.find('*');
+    const std::string_view segment = stars.substr(0, next);
+    stars.remove_prefix(next + 1);
+    if (segment.empty()) continue;
+    const size_t at = middle.find(segment);
+    if (at == std::string_view::npos) return false;
+    middle.remove_prefix(at + segment.size());
+  }
+  return true;
+}
+
+bool IsHotfixBase(std::string_view s) {
+  return s.size() == 9 && AllDigits(s.substr(0, 6)) && s[6] == '.' && AllDigits(s.substr(7));
+}
+
+bool IsHotfixVersion(std::string_view s) {
+  return s.size() > 10 && IsHotfixBase(s.substr(0, 9)) && s[9] == '.' && AllDigits(s.substr(10));
+}
+
+StatusOr<std::map<std::string, std::string>> ParseHotfixMap(const json& hotfixes,
+                                                            std::string_view where) {
+  if (!hotfixes.is_object()) return WrongType(where, hotfixes, "an object");
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : hotfixes.items()) {
+    const std::string entry = std::string(where) + "[" + Quote(key) + "]";
+    if (!IsHotfixBase(key)) return Status::InvalidArgument(entry + ": key is not YYYYMM.DD");
+    if (!value.is_string()) {
+      return Status::InvalidArgument(entry + ": value " + QuoteJson(value) + " is " +
+                                     TypeName(value) + ", not a string");
+    }
+    const std::string& version = value.get_ref<const std::string&>();
+    if (!IsHotfixVersion(version)) {
+      return Status::InvalidArgument(entry + ": value " + QuoteJson(value) +
+                                     " is not YYYYMM.DD.PATCH");
+    }
+    // download-hotfix installs a version only on a node of its base.
+    if (version.compare(0, key.size(), key) != 0) {
+      return Status::InvalidArgument(entry + ": value " + QuoteJson(value) + " is for base " +
+                                     Quote(version.substr(0, 9)) + ", not " + Quote(key));
+    }
+    out.emplace(key, version);
+  }
+  return out;
+}
+
+StatusOr<std::vector<Rollout>> ParseRollouts(const json& rollouts) {
+  if (!rollouts.is_array()) return WrongType("rollouts", rollouts, "an array");
+  if (rollouts.size() > kMaxRollouts) {
+    return Status::InvalidArgument("rollouts has " + std::to_string(rollouts.size()) +
+                                   " entries, more than " + std::to_string(kMaxRollouts));
+  }
+  std::vector<Rollout> out;
+  std::set<std::string> names;
+  for (size_t i = 0; i < rollouts.size(); ++i) {
+    std::string where = "rollouts[" + std::to_string(i) + "]";
+    const json& entry = rollouts[i];
+    auto name = entry.is_object() ? entry.find("name") : entry.end();
+    const bool valid_name = name != entry.end() && name->is_string() &&
+                            IsValidRolloutName(name->get_ref<const std::string&>());
+    // A valid name is quoted whole (at most 64 characters), so the log names the rollout.
+    if (name != entry.end()) where += " " + (valid_name ? name->dump() : QuoteJson(*name));
+    if (name != entry.end() && !valid_name) {
+      return Status::InvalidArgument(where + ": name must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+    }
+    StatusOr<Rollout> rollout = ParseRollout(entry);
+    if (!rollout.ok()) return rollout.status().Annotate(where);
+    if (!names.insert(rollout->name = name->get<std::string>()).second) {
+      return Status::InvalidArgument(where + ": name is used by an earlier rollout");
+    }
+    out.push_back(std::move(rollout).value());
+  }
+  return out;
+}
+
+std::optional<RolloutTime> ParseRolloutTime(std::string_view text) {
+  // By hand: C++20's std::chrono::parse is not in libstdc++ 12, and strptime is lenient
+  // (one-digit fields, skipped spaces). Exactly "YYYY-MM-DDTHH:MM:SSZ".
+  constexpr std::string_view kShape = "0000-00-00T00:00:00Z";
+  if (text.size() != kShape.size()) return std::nullopt;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    if (kShape[i] == '0' ? !IsDigit(text[i]) : text[i] != kShape[i]) return std::nullopt;
+  }
+  auto number = [&](size_t at, size_t len) {
+    int n = 0;
+    for (size_t i = at; i < at + len; ++i) n = n * 10 + (text[i] - '0');
+    return n;
+  };
+  using namespace std::chrono;
+  year_month_day day{year(number(0, 4)), month(static_cast<unsigned>(number(5, 2))),
+                     std::chrono::day(static_cast<unsigned>(number(8, 2)))};
+  const int hh = number(11, 2), mm = number(14, 2), ss = number(17, 2);
+  if (!day.ok() || hh > 23 || mm > 59 || ss > 59) return std::nullopt;
+  return RolloutTime(sys_days(day)) + hours(hh) + minutes(mm) + seconds(ss);
+}
+
+std::string FormatRolloutTime(RolloutTime t) {
+  using namespace std::chrono;
+  const sys_days day = floor<days>(t);
+  const year_month_day ymd(day);
+  const hh_mm_ss<seconds> tod(t - day);
+  char buf[64];  // 20 characters; room for what -Wformat-truncation cannot rule out
+  snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
+           static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+           static_cast<int>(tod.hours().count()), static_cast<int>(tod.minutes().count()),
+           static_cast<int>(tod.seconds().count()));
+  return buf;
+}
+
+uint32_t RolloutBucket(std::string_view name, std::string_view key) {
+  // One EVP_MD for the process and one digest context per thread, reused: an implicit fetch
+  // and a context allocation per call cost more than the hash (docs/BENCHMARKS.md, "the cost
+  // of 64 rollouts").
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(),
+                                                                           &EVP_MD_CTX_free);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (sha256 == nullptr || !ctx || EVP_DigestInit_ex2(ctx.get(), sha256, nullptr) != 1 ||
+      EVP_DigestUpdate(ctx.get(), name.data(), name.size()) != 1 ||
+      EVP_DigestUpdate(ctx.get(), ":", 1) != 1 ||
+      EVP_DigestUpdate(ctx.get(), key.data(), key.size()) != 1 ||
+      EVP_DigestFinal_ex(ctx.get(), digest, &size) != 1 || size < 8) {
+    // Unreachable with a working libcrypto. The last bucket: the node then enters only at
+    // 100 percent, as AnswerFor (which hashes nothing at 100) lets every node in.
+    return kBucketCount - 1;
+  }
+  uint64_t head = 0;
+  for (int i = 0; i < 8; ++i) head = (head << 8) | digest[i];
+  return static_cast<uint32_t>(head % kBucketCount);
+}
+
+RolloutTime AutoHaltSince(const Rollout& rollout) {
+  return rollout.auto_halt && rollout.auto_halt->since ? *rollout.auto_halt->since
+                                                       : rollout.steps.front().at;
+}
+
+uint32_t ThresholdAt(const Rollout& rollout, RolloutTime t) {
+  if (rollout.halted) return 0;
+  const RolloutTime when = EvaluationTime(rollout, t);
+  uint32_t threshold = 0;
+  for (const RolloutStep& step : rollout.steps) {
+    if (step.at > when) break;
+    threshold = step.threshold;
+  }
+  return threshold;
+}
+
+RolloutNode MakeRolloutNode(std::string_view vm_id, std::string_view subscription,
+                            std::string_view authority) {
+  std::string_view host = authority;
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    host = close == std::string_view::npos ? std::string_view() : host.substr(1, close - 1);
+  } else if (const size_t colon = host.rfind(':');
+             colon != std::string_view::npos && host.find(':') == colon) {
+    host = host.substr(0, colon);  // one colon: host:port; more would be a bare IPv6 address
+  }
+  return {AsciiLower(vm_id), AsciiLower(subscription), AsciiLower(host)};
+}
+
+const char* RolloutVerdictName(RolloutVerdict verdict) {
+  switch (verdict) {
+    case RolloutVerdict::kApplies:
+      return "applies";
+    case RolloutVerdict::kHalted:
+      return "halted";
+    case RolloutVerdict::kSubscriptionNotListed:
+      return "subscription not in match.subscriptions";
+    case RolloutVerdict::kSubscriptionExcluded:
+      return "subscription in match.exclude_subscriptions";
+    case RolloutVerdict::kClusterNotMatched:
+      return "cluster matches no pattern in match.clusters";
+    case RolloutVerdict::kVmIdNotListed:
+      return "vmId not in match.vm_ids";
+    case RolloutVerdict::kNoCohortKey:
+      return "no vmId to bucket by (node cohort)";
+    case RolloutVerdict::kNotUnderThreshold:
+      return "bucket not under threshold";
+  }
+  return "unknown";
+}
+
+RolloutAnswer AnswerFor(const std::map<std::string, std::string>& base,
+                        const std::vector<Rollout>& rollouts, const RolloutNode& node,
+                        RolloutTime now) {
+  RolloutAnswer answer;
+  answer.hotfixes = base;
+  for (size_t i = 0; i < rollouts.size(); ++i) {
+    const Rollout& rollout = rollouts[i];
+    const uint32_t threshold = ThresholdAt(rollout, now);
+    if (threshold == 0 || CheckMatch(rollout, node) != RolloutVerdict::kApplies) continue;
+    if (threshold < kBucketCount &&
+        RolloutBucket(rollout.name, CohortKey(rollout, node)) >= threshold) {
+      continue;
+    }
+    for (const auto& [key, version] : rollout.hotfixes) answer.hotfixes[key] = version;
+    answer.applied.push_back(i);
+  }
+  return answer;
+}
+
+RolloutOutcome ExplainRollout(const Rollout& rollout, const RolloutNode& node, RolloutTime now) {
+  RolloutOutcome outcome;
+  outcome.verdict = CheckMatch(rollout, node);
+  outcome.threshold = ThresholdAt(rollout, now);
+  if (outcome.verdict != RolloutVerdict::kApplies) return outcome;
+  outcome.bucket = RolloutBucket(rollout.name, CohortKey(rollout, node));
+  if (outcome.bucket >= outcome.threshold) outcome.verdict = RolloutVerdict::kNotUnderThreshold;
+  for (const RolloutStep& step : rollout.steps) {
+    if (rollout.hold_at && step.at > *rollout.hold_at) break;  // frozen before this step
+    if (outcome.bucket < step.threshold) {
+      outcome.enters_at = step.at;
+      break;
+    }
+  }
+  return outcome;
+}
+
+std::string ServedHotfixesJson(const std::map<std::string, std::string>& hotfixes) {
+  // Keys and versions passed ParseHotfixMap (digits and dots), so they need no escaping and
+  // the text is written directly, as nlohmann would write it; anything else goes through
+  // nlohmann.
+  auto plain = [](const std::string& s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return IsDigit(c) || c == '.'; });
+  };
+  std::string out = "{\"hotfixes\":{";
+  for (const auto& [key, version] : hotfixes) {
+    if (!plain(key) || !plain(version)) {
+      json doc = {{"hotfixes", json(hotfixes)}};
+      return doc.dump();
+    }
+    if (out.back() != '{') out.push_back(',');
+    out.append(1, '"').append(key).append("\":\"").append(version).append(1, '"');
+  }
+  return out.append("}}");
+}
+
+const char* RolloutStateName(RolloutState state) {
+  switch (state) {
+    case RolloutState::kScheduled:
+      return "scheduled";
+    case RolloutState::kRamping:
+      return "ramping";
+    case RolloutState::kComplete:
+      return "complete";
+    case RolloutState::kHeld:
+      return "held";
+    case RolloutState::kHalted:
+      return "halted";
+    case RolloutState::kAutoHalted:
+      return "auto-halted";
+  }
+  return "unknown";
+}
+
+RolloutState StateAt(const Rollout& rollout, RolloutTime now) {
+  if (rollout.halted) return RolloutState::kHalted;
+  const uint32_t threshold = ThresholdAt(rollout, now);
+  if (threshold >= kBucketCount) return RolloutState::kComplete;
+  // Held: the hold has passed and it is keeping back a step that would widen the ramp.
+  if (rollout.hold_at && now >= *rollout.hold_at &&
+      std::any_of(rollout.steps.begin(), rollout.steps.end(), [&](const RolloutStep& step) {
+        return step.at > *rollout.hold_at && step.threshold > threshold;
+      })) {
+    return RolloutState::kHeld;
+  }
+  if (now < rollout.steps.front().at) return RolloutState::kScheduled;
+  if (now >= rollout.steps.back().at) return RolloutState::kComplete;  // last step below 100
+  return RolloutState::kRamping;
+}
+
+std::optional<RolloutStep> NextStep(const Rollout& rollout, RolloutTime now) {
+  if (rollout.halted) return std::nullopt;
+  const uint32_t current = ThresholdAt(rollout, now);
+  for (const RolloutStep& step : rollout.steps) {
+    if (step.at <= now || step.threshold <= current) continue;
+    if (rollout.hold_at && step.at > *rollout.hold_at) return std::nullopt;
+    return step;
+  }
+  return std::nullopt;
+}
+
+}  // namespace hotfix::service

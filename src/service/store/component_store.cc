@@ -1,0 +1,414 @@
+#include "service/store/component_store.h"
+
+#include "common/json_error.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/file_util.h"
+#include "common/log.h"
+#include "common/openssl.h"
+#include "service/rollout/json_message.h"
+
+namespace hotfix::service {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kAksNodeController = "aksNodeController";
+constexpr std::string_view kJsonSuffix = ".json";
+// Without a working watch, polling is the only way to see a change: keep it close to the
+// two-second promise.
+constexpr std::chrono::milliseconds kUnwatchedPollInterval{1000};
+
+bool IsAsciiAlpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Parses text, refusing duplicate object keys: nlohmann keeps the last, other parsers the
+// first, so a node could act on a value that was never validated.
+Status ParseJson(std::string_view text, json* out) {
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  auto on_event = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_end) open_objects.pop_back();
+    if (event == json::parse_event_t::key && duplicate.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  try {
+    *out = json::parse(text.begin(), text.end(), on_event);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument("invalid JSON: " + JsonErrorText(e));
+  }
+  if (!duplicate.empty()) return Status::InvalidArgument("duplicate key " + Quote(duplicate));
+  return Status::Ok();
+}
+
+// The hotfixes shape: `hotfixes` (required unless there are rollouts) and `rollouts`.
+Status ParseHotfixShape(const json& root, ComponentConfig* out) {
+  for (const auto& [key, value] : root.items()) {
+    if (key != "hotfixes" && key != "rollouts") {
+      return Status::InvalidArgument("top-level key " + Quote(key) +
+                                     " is not allowed (only \"hotfixes\" and \"rollouts\")");
+    }
+  }
+  auto rollouts = root.find("rollouts");
+  auto hotfixes = root.find("hotfixes");
+  if (hotfixes == root.end() && rollouts == root.end()) {
+    return Status::InvalidArgument("missing \"hotfixes\"");
+  }
+  out->hotfixes.emplace();
+  if (hotfixes != root.end()) {
+    auto parsed = ParseHotfixMap(*hotfixes, "hotfixes");
+    if (!parsed.ok()) return parsed.status();
+    out->hotfixes = std::move(parsed).value();
+  }
+  out->hotfixes_json = ServedHotfixesJson(*out->hotfixes);
+  if (rollouts != root.end()) {
+    auto parsed = ParseRollouts(*rollouts);
+    if (!parsed.ok()) return parsed.status();
+    out->has_rollouts = true;
+    out->rollouts = std::move(parsed).value();
+  }
+  return Status::Ok();
+}
+
+StatusOr<ComponentConfig> CheckComponentConfig(std::string_view component, std::string_view text) {
+  json root;
+  Status st = ParseJson(text, &root);
+  if (!st.ok()) return st;
+  if (!root.is_object()) {
+    return Status::InvalidArgument(std::string("top level is ") + TypeName(root) +
+                                   ", not an object");
+  }
+  ComponentConfig config;
+  config.text = std::string(text);
+  if (component == kAksNodeController || root.contains("rollouts")) {
+    st = ParseHotfixShape(root, &config);
+    if (!st.ok()) return st;
+  }
+  return config;
+}
+
+// The component a folder entry holds: nullopt for entries that are not ours at all.
+std::optional<std::string> ComponentOfEntry(std::string_view name) {
+  if (name.empty() || name[0] == '.') return std::nullopt;  // hidden, ..data, temp files
+  if (name.size() <= kJsonSuffix.size() ||
+      name.substr(name.size() - kJsonSuffix.size()) != kJsonSuffix) {
+    return std::nullopt;
+  }
+  return std::string(name.substr(0, name.size() - kJsonSuffix.size()));
+}
+
+// Reads and validates one `<component>.json`, following symlinks. NotFound: the file vanished
+// since readdir (a ConfigMap key removed, its symlink left dangling for a moment), so it is
+// gone, not refused; any other error refuses it.
+StatusOr<ComponentConfig> LoadEntry(const std::string& dir, size_t max_file_bytes,
+                                    const std::string& file, const std::string& component) {
+  const std::string path = dir + "/" + file;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::NotFound(path + ": gone");
+    return Status::FromErrno("stat " + path, errno);
+  }
+  // A FIFO or device would block or stream forever on the watcher thread.
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  StatusOr<std::string> read = ReadFileToString(path, max_file_bytes);
+  if (!read.ok()) return read.status();
+  return ParseComponentConfig(component, *read);
+}
+
+void ScanEntry(const std::string& dir, size_t max_file_bytes, const std::string& file,
+               FolderLoad* scan) {
+  std::optional<std::string> component = ComponentOfEntry(file);
+  if (!component) return;
+  if (!IsValidComponentName(*component)) {
+    scan->rejected[file] = file + ": " + Quote(*component) + " is not a valid component name";
+    return;
+  }
+  StatusOr<ComponentConfig> config = LoadEntry(dir, max_file_bytes, file, *component);
+  if (config.ok()) {
+    scan->valid[*component] = std::make_shared<const ComponentConfig>(std::move(config).value());
+  } else if (!config.status().IsNotFound()) {
+    scan->refused.insert(*component);
+    scan->rejected[file] = config.status().message();
+  }
+}
+
+// Lists and loads the folder. Any listing error fails the whole scan: a partial listing
+// would read as "those components were removed".
+StatusOr<FolderLoad> ScanFolder(const std::string& dir_path, size_t max_file_bytes) {
+  if (dir_path.empty()) return Status::InvalidArgument("component folder not set");
+  DIR* dir = ::opendir(dir_path.c_str());
+  if (dir == nullptr) {
+    return Status::FromErrno("reading component folder " + dir_path, errno);
+  }
+  std::vector<std::string> names;
+  int err = 0;
+  for (;;) {
+    errno = 0;  // readdir reports an error only through errno; the allocations may touch it
+    struct dirent* entry = ::readdir(dir);
+    if (entry == nullptr) {
+      err = errno;
+      break;
+    }
+    names.emplace_back(entry->d_name);
+  }
+  ::closedir(dir);
+  if (err != 0) return Status::FromErrno("reading component folder " + dir_path, err);
+
+  FolderLoad scan;
+  for (const std::string& name : names) ScanEntry(dir_path, max_file_bytes, name, &scan);
+  return scan;
+}
+
+using ComponentMap = std::map<std::string, std::shared_ptr<const ComponentConfig>>;
+
+// Whether two loads found the same files: only then is the generation kept.
+bool SameTexts(const ComponentMap& a, const ComponentMap& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second->text == y.second->text;
+  });
+}
+
+}  // namespace
+
+bool IsValidComponentName(std::string_view name) {
+  if (name.empty() || name.size() > 64 || !IsAsciiAlpha(name[0])) return false;
+  return std::all_of(name.begin() + 1, name.end(), [](char c) {
+    return IsAsciiAlpha(c) || IsAsciiDigit(c) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+StatusOr<ComponentConfig> ParseComponentConfig(std::string_view component,
+                                               std::string_view json_text) {
+  StatusOr<ComponentConfig> config = CheckComponentConfig(component, json_text);
+  if (!config.ok()) {
+    return config.status().Annotate(std::string(component) + std::string(kJsonSuffix));
+  }
+  config->digest = ossl::Sha256Hex(json_text).substr(0, kFileDigestHexDigits);
+  return config;
+}
+
+StatusOr<FolderLoad> LoadComponentFolder(const std::string& dir, size_t max_file_bytes) {
+  return ScanFolder(dir, max_file_bytes);
+}
+
+Status ValidateComponentConfig(std::string_view component, std::string_view json_text) {
+  return ParseComponentConfig(component, json_text).status();
+}
+
+std::string ComponentConfig::ServedTo(const RolloutNode& node, RolloutTime now,
+                                      std::vector<size_t>* applied) const {
+  if (!has_rollouts) return text;
+  RolloutAnswer answer = AnswerFor(*hotfixes, rollouts, node, now);
+  if (applied != nullptr) *applied = std::move(answer.applied);
+  return ServedHotfixesJson(answer.hotfixes);
+}
+
+struct DirectoryStore::Impl {
+  explicit Impl(DirectoryStoreOptions opts) : options(std::move(opts)) {}
+  ~Impl();
+
+  ReloadReport Reload();
+  Status OpenFds();
+  void Rewatch();
+  void WatchLoop();
+  bool DrainEvents();
+  std::chrono::milliseconds PollInterval() const;
+
+  const DirectoryStoreOptions options;
+  // Not std::atomic<std::shared_ptr>: libstdc++ 12's load() releases its internal lock with a
+  // relaxed store, so a store() racing a load() is a data race (ThreadSanitizer reports it).
+  // Holding current_mu only to copy the pointer costs an uncontended lock per call.
+  std::shared_ptr<const StoreSnapshot> Current() const {
+    std::lock_guard<std::mutex> lock(current_mu);
+    return current;
+  }
+  void SetCurrent(std::shared_ptr<const StoreSnapshot> next) {
+    std::lock_guard<std::mutex> lock(current_mu);
+    current = std::move(next);
+  }
+  mutable std::mutex current_mu;
+  std::shared_ptr<const StoreSnapshot> current;  // guarded by current_mu
+  std::mutex reload_mu;  // one reload at a time: the watcher's and Reload()'s callers'
+  int inotify_fd = -1;
+  int watch = -1;    // the folder's watch descriptor, -1 while there is none
+  int wake_fd = -1;  // eventfd: the destructor's "stop now"
+  bool warned_unwatched = false;
+  std::thread watcher;
+};
+
+DirectoryStore::Impl::~Impl() {
+  if (watcher.joinable()) {
+    const uint64_t one = 1;
+    // An eventfd write of 1 cannot fail short of overflow; poll() sees it at once.
+    [[maybe_unused]] ssize_t n = ::write(wake_fd, &one, sizeof one);
+    watcher.join();
+  }
+  if (inotify_fd >= 0) ::close(inotify_fd);
+  if (wake_fd >= 0) ::close(wake_fd);
+}
+
+ReloadReport DirectoryStore::Impl::Reload() {
+  std::lock_guard<std::mutex> lock(reload_mu);
+  ReloadReport report;
+  std::shared_ptr<const StoreSnapshot> old = Current();
+  report.generation = old ? old->generation : 0;
+  StatusOr<FolderLoad> scan = ScanFolder(options.dir, options.max_file_bytes);
+  if (!scan.ok()) {
+    // Keep serving what we have: a vanished or unreadable folder is an operator's problem
+    // to fix, not a reason to answer every node "no hotfixes".
+    report.error = scan.status();
+  } else {
+    auto components = std::move(scan->valid);
+    for (const std::string& component : scan->refused) {
+      if (!old) break;
+      auto last_good = old->components.find(component);
+      if (last_good != old->components.end()) components.insert(*last_good);
+    }
+    report.rejected = std::move(scan->rejected);
+    if (!old || !SameTexts(old->components, components)) {
+      auto next = std::make_shared<StoreSnapshot>();
+      next->generation = report.generation + 1;
+      next->components = std::move(components);
+      next->loaded_at = std::chrono::system_clock::now();
+      SetCurrent(std::move(next));
+      report.swapped = true;
+      report.generation += 1;
+    }
+  }
+  if (options.on_reload) options.on_reload(report);
+  return report;
+}
+
+std::chrono::milliseconds DirectoryStore::Impl::PollInterval() const {
+  if (watch >= 0) return options.poll_interval;
+  return std::min(options.poll_interval, kUnwatchedPollInterval);
+}
+
+Status DirectoryStore::Impl::OpenFds() {
+  wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd < 0) return Status::FromErrno("eventfd", errno);
+  inotify_fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (inotify_fd < 0 && options.log != nullptr) {
+    // Often the per-user instance limit on a busy node: degrade to polling, do not fail.
+    options.log->Warn("component store: inotify unavailable, polling the folder",
+                      {{"dir", options.dir}, {"error", Status::FromErrno("inotify", errno)}});
+  }
+  return Status::Ok();
+}
+
+// (Re)places the watch on whatever options.dir names now. The folder may have been
+// deleted, recreated or, through a symlink, replaced; adding the same inode again returns
+// the same descriptor, so this is cheap to call before every reload.
+void DirectoryStore::Impl::Rewatch() {
+  if (inotify_fd < 0) return;
+  constexpr uint32_t kMask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE |
+                             IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+  const int next = ::inotify_add_watch(inotify_fd, options.dir.c_str(), kMask);
+  const int err = errno;
+  if (watch >= 0 && watch != next) ::inotify_rm_watch(inotify_fd, watch);
+  watch = next;
+  // A missing folder is reported by the reload; anything else (the per-user watch limit)
+  // only here, once until a watch succeeds again.
+  if (next >= 0 || err == ENOENT) {
+    warned_unwatched = false;
+  } else if (!warned_unwatched && options.log != nullptr) {
+    warned_unwatched = true;
+    options.log->Warn("component store: cannot watch the folder, polling it",
+                      {{"dir", options.dir}, {"error", Status::FromErrno("inotify", err)}});
+  }
+}
+
+// Reads every queued event. Returns whether any arrived. An event that says the watch is
+// gone (folder deleted or moved) drops it, so polling speeds up until Rewatch() succeeds.
+bool DirectoryStore::Impl::DrainEvents() {
+  alignas(struct inotify_event) char buf[8192];
+  bool any = false;
+  for (;;) {
+    ssize_t n = ::read(inotify_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return any;
+    any = true;
+    for (ssize_t off = 0; off < n;) {
+      const auto* event = reinterpret_cast<const struct inotify_event*>(buf + off);
+      if (event->wd == watch && (event->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))) {
+        ::inotify_rm_watch(inotify_fd, watch);
+        watch = -1;
+      }
+      off += static_cast<ssize_t>(sizeof(struct inotify_event) + event->len);
+    }
+  }
+}
+
+// Reloads debounce after the first event of a burst (a burst cannot postpone the reload
+// forever) and every poll interval regardless.
+void DirectoryStore::Impl::WatchLoop() {
+  auto next_poll = Clock::now() + PollInterval();
+  std::optional<Clock::time_point> reload_at;
+  for (;;) {
+    const Clock::time_point wake = reload_at ? std::min(*reload_at, next_poll) : next_poll;
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - Clock::now());
+    const int timeout_ms = static_cast<int>(std::max<int64_t>(wait.count(), 0));
+    struct pollfd fds[2] = {{wake_fd, POLLIN, 0}, {inotify_fd, POLLIN, 0}};
+    // A negative fd (no inotify) is ignored by poll(2).
+    if (::poll(fds, 2, timeout_ms) < 0 && errno != EINTR) {
+      // Nothing sensible to do but keep polling on the timer; avoid a hot loop.
+      ::usleep(100000);
+    }
+    if (fds[0].revents != 0) return;
+    if ((fds[1].revents & POLLIN) && DrainEvents() && !reload_at) {
+      reload_at = Clock::now() + options.debounce;
+    }
+    const Clock::time_point now = Clock::now();
+    if ((reload_at && now >= *reload_at) || now >= next_poll) {
+      reload_at.reset();
+      Rewatch();  // before reading, so a change made during the reload is not missed
+      Reload();
+      next_poll = Clock::now() + PollInterval();
+    }
+  }
+}
+
+StatusOr<std::unique_ptr<DirectoryStore>> DirectoryStore::Start(DirectoryStoreOptions options) {
+  if (options.poll_interval <= std::chrono::milliseconds::zero()) {
+    return Status::InvalidArgument("component store: poll_interval must be positive");
+  }
+  auto impl = std::make_unique<Impl>(std::move(options));
+  Status st = impl->OpenFds();
+  if (!st.ok()) return st.Annotate("component store");
+  impl->Rewatch();  // before the first scan, so a change made during it is seen
+  ReloadReport first = impl->Reload();
+  if (!first.error.ok()) return first.error;
+  Impl* raw = impl.get();
+  impl->watcher = std::thread([raw] { raw->WatchLoop(); });
+  return std::unique_ptr<DirectoryStore>(new DirectoryStore(std::move(impl)));
+}
+
+DirectoryStore::DirectoryStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DirectoryStore::~DirectoryStore() = default;
+
+std::shared_ptr<const StoreSnapshot> DirectoryStore::Current() const { return impl_->Current(); }
+
+ReloadReport DirectoryStore::Reload() { return impl_->Reload(); }
+
+}  // namespace hotfix::service

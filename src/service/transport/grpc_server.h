@@ -1,0 +1,96 @@
+// The service's gRPC server: TCP listeners (TLS, or plaintext h2c for the health port), one
+// event loop per thread, each with its own epoll waiting on every listener
+// (EPOLLEXCLUSIVE: the kernel wakes one loop per connection), and H2Session for each
+// connection. A connection lives on the loop that accepted it from accept to close: no
+// lock and no hand-off between threads on the path of a call. The handler runs inline.
+//
+//   GrpcServerOptions options;  options.listeners = {{"0.0.0.0:8443", true, &handler}};
+//   auto server = GrpcServer::Start(std::move(options));   // binds, or a Status
+//   (*server)->port(0);  ...  (*server)->Drain(grace);
+//
+// Connection limits (docs/SERVICE.md, "Limits"): over max_connections, or over
+// max_connections_per_peer for one source address, a new connection is accepted and closed at
+// once (counted, never blocking the listener); when accept() fails for lack of file
+// descriptors, one connection is shed with a reserved descriptor, the listener keeps
+// accepting, and accepting() says false until an accept succeeds again.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "service/transport/h2_session.h"
+#include "service/transport/tls_server_context.h"
+
+namespace hotfix::service {
+
+struct ListenerSpec {
+  std::string address;             // "ADDR:PORT"; port 0 picks one
+  bool tls = true;                 // false: h2c (the plaintext health port)
+  GrpcHandler* handler = nullptr;  // borrowed
+  std::string flag;                // for messages: "--listen"
+  // Kept accepting through a drain (a health port that should say NOT_SERVING rather than
+  // refuse); its connections do not hold the drain up and are closed at its end.
+  bool open_while_draining = false;
+  // Every connection starts with a PROXY protocol v2 header (proxy_protocol.h), read before
+  // TLS within handshake_timeout: its source address is the connection's peer (the per-peer
+  // limit, the access log); a connection without one is refused.
+  bool proxy_protocol = false;
+};
+
+struct GrpcServerOptions {
+  std::vector<ListenerSpec> listeners;
+  TlsServerContext* tls = nullptr;  // borrowed; required when a listener is TLS
+  std::chrono::seconds tls_refresh{10};
+  // Called with the TLS pair's check, every tls_refresh, on one loop: other files to re-read
+  // when they change (the attestation roots). May be empty.
+  std::function<void()> refresh_files;
+  H2Limits limits;
+  std::vector<std::string> kept_metadata;  // see H2SessionOptions
+  int threads = 0;                         // 0: one per core
+  // 0: the file-descriptor limit less a reserve (RLIMIT_NOFILE is raised to its hard limit).
+  size_t max_connections = 0;
+  size_t max_connections_per_peer = 512;
+  std::chrono::milliseconds handshake_timeout{10000};
+  // The request bytes all connections' streams may keep at once (kept_bytes_budget.h);
+  // borrowed, must outlive the server; null: no budget beyond each connection's own limits.
+  KeptBytesBudget* kept_bytes = nullptr;
+  // A peer that reads none of our output for this long is closed.
+  std::chrono::milliseconds output_stall_timeout{10000};
+  TransportEventSink* events = nullptr;  // borrowed; may be null
+  Logger* log = nullptr;                 // borrowed
+};
+
+class GrpcServer {
+ public:
+  // Binds every listener (SO_REUSEPORT off: a busy port is a refusal, never a shared one)
+  // and starts the loops.
+  static StatusOr<std::unique_ptr<GrpcServer>> Start(GrpcServerOptions options);
+  ~GrpcServer();  // Drain(0) if not drained
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  uint16_t port(size_t listener) const;
+  // False while accept() fails for lack of file descriptors.
+  bool accepting() const;
+  size_t open_connections() const;
+  size_t max_connections() const;
+
+  // Closes the listeners (new connections are refused), sends every connection GOAWAY, lets
+  // open streams finish for up to grace, closes what is left and stops the loops. Listeners
+  // marked open_while_draining serve until the end. Idempotent.
+  void Drain(std::chrono::milliseconds grace);
+
+ private:
+  struct Impl;
+  explicit GrpcServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hotfix::service

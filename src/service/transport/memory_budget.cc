@@ -1,0 +1,138 @@
+#include "service/transport/memory_budget.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace hotfix::service {
+namespace {
+
+// cgroup v1 reports "no limit" as the largest page-aligned value of a signed 64-bit counter
+// (mm/page_counter.h, PAGE_COUNTER_MAX); anything this large is no limit at all.
+constexpr uint64_t kUnlimitedAbove = 1ull << 62;
+
+std::optional<uint64_t> ReadLimitFile(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!in || !(in >> text)) return std::nullopt;
+  if (text == "max") return std::nullopt;
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value == 0 ||
+      value >= kUnlimitedAbove) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+uint64_t WorstCaseConnectionBytes(const H2Limits& limits) {
+  const uint64_t per_stream =
+      uint64_t{limits.max_header_list_bytes} + uint64_t{limits.max_request_bytes};
+  return uint64_t{limits.max_concurrent_streams} * per_stream + kHeaderFieldBufferBytes +
+         kMaxPendingOutputBytes + kConnectionOverheadBytes;
+}
+
+StatusOr<ConnectionBudget> BudgetConnections(uint64_t memory_limit, uint64_t resident_now,
+                                             const H2Limits& limits) {
+  ConnectionBudget b;
+  b.memory_limit = memory_limit;
+  b.reserve = std::max(kMinProcessReserveBytes, resident_now + kProcessHeadroomBytes);
+  b.per_connection = WorstCaseConnectionBytes(limits);
+  const uint64_t least = b.reserve + kMinConnections * b.per_connection;
+  if (memory_limit < least) {
+    return Status::InvalidArgument(
+        "--memory-limit " + FormatByteSize(memory_limit) + " leaves room for fewer than " +
+        std::to_string(kMinConnections) + " connections of " +
+        std::to_string(b.per_connection / 1024) + " KiB beside " + std::to_string(b.reserve >> 20) +
+        " MiB for the process; give at least " + std::to_string((least + (1 << 20) - 1) >> 20) +
+        "Mi");
+  }
+  b.max_connections = static_cast<size_t>((memory_limit - b.reserve) / b.per_connection);
+  return b;
+}
+
+uint64_t KeptBytesBudgetFor(const std::optional<ConnectionBudget>& budget) {
+  if (!budget) return kDefaultKeptBytesBudget;
+  return (budget->memory_limit - budget->reserve) / 4;
+}
+
+StatusOr<uint64_t> ParseByteSize(std::string_view text) {
+  struct Suffix {
+    std::string_view name;
+    uint64_t factor;
+  };
+  static constexpr Suffix kSuffixes[] = {
+      {"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30},   {"Ti", 1ull << 40},
+      {"k", 1000ull},     {"M", 1000000ull},  {"G", 1000000000ull}, {"T", 1000000000000ull},
+  };
+  std::string_view digits = text;
+  uint64_t factor = 1;
+  for (const Suffix& s : kSuffixes) {
+    if (digits.size() > s.name.size() && digits.substr(digits.size() - s.name.size()) == s.name) {
+      digits.remove_suffix(s.name.size());
+      factor = s.factor;
+      break;
+    }
+  }
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || value == 0 ||
+      value > UINT64_MAX / factor) {
+    return Status::InvalidArgument("\"" + std::string(text) +
+                                   "\": want a size such as 256Mi, 1Gi, 512M or a byte count");
+  }
+  return value * factor;
+}
+
+std::string FormatByteSize(uint64_t bytes) {
+  if (bytes != 0 && bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "Mi";
+  return std::to_string(bytes);
+}
+
+std::optional<uint64_t> CgroupMemoryLimit(const std::string& proc_self_cgroup,
+                                          const std::string& cgroup_root) {
+  // Lines are "ID:CONTROLLERS:PATH": v2's is "0::/path"; v1's memory line names "memory"
+  // among its controllers.
+  std::ifstream in(proc_self_cgroup);
+  std::optional<std::string> v2_path, v1_path;
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find(':');
+    const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (line.compare(0, first, "0") == 0 && controllers.empty()) {
+      v2_path = path;
+      continue;
+    }
+    std::stringstream list(controllers);
+    for (std::string c; std::getline(list, c, ',');) {
+      if (c == "memory") v1_path = path;
+    }
+  }
+  if (v1_path) {
+    const std::string dir = cgroup_root + "/memory";
+    if (auto limit = ReadLimitFile(dir + *v1_path + "/memory.limit_in_bytes")) return limit;
+    if (auto limit = ReadLimitFile(dir + "/memory.limit_in_bytes")) return limit;
+    return std::nullopt;
+  }
+  if (v2_path) {
+    if (auto limit = ReadLimitFile(cgroup_root + *v2_path + "/memory.max")) return limit;
+    if (auto limit = ReadLimitFile(cgroup_root + "/memory.max")) return limit;
+  }
+  return std::nullopt;
+}
+
+uint64_t ResidentBytes() {
+  std::ifstream in("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return 0;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace hotfix::service

@@ -1,0 +1,125 @@
+#include "service/transport/memory_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "temp_dir.h"
+
+namespace hotfix::service {
+namespace {
+
+using testsupport::TempDir;
+
+TEST(MemoryBudgetTest, SizesParseAsKubernetesWritesThem) {
+  EXPECT_EQ(ParseByteSize("268435456").value(), 268435456u);
+  EXPECT_EQ(ParseByteSize("256Mi").value(), 256ull << 20);
+  EXPECT_EQ(ParseByteSize("1Gi").value(), 1ull << 30);
+  EXPECT_EQ(ParseByteSize("64Ki").value(), 64ull << 10);
+  EXPECT_EQ(ParseByteSize("512M").value(), 512000000u);
+  EXPECT_EQ(ParseByteSize("2G").value(), 2000000000u);
+  EXPECT_EQ(ParseByteSize("64k").value(), 64000u);
+  for (std::string_view bad : {"", "0", "0Mi", "Mi", "256MB", "-1Gi", "1.5Gi", "256 Mi", "256mi",
+                               "99999999999999999999", "99999999999Ti"}) {
+    auto size = ParseByteSize(bad);
+    EXPECT_FALSE(size.ok()) << bad;
+  }
+  EXPECT_EQ(FormatByteSize(256ull << 20), "256Mi");
+  EXPECT_EQ(FormatByteSize(1000), "1000");
+}
+
+TEST(MemoryBudgetTest, TheWorstCaseIsEveryStreamFull) {
+  H2Limits limits;
+  EXPECT_EQ(WorstCaseConnectionBytes(limits), 4 * (80 * 1024 + 16 * 1024) +
+                                                  kHeaderFieldBufferBytes + kMaxPendingOutputBytes +
+                                                  kConnectionOverheadBytes);
+  limits.max_concurrent_streams = 1;
+  EXPECT_EQ(WorstCaseConnectionBytes(limits), 96 * 1024 + 64 * 1024 + 64 * 1024 + 48 * 1024);
+}
+
+TEST(MemoryBudgetTest, ConnectionsAreWhatFitsBesideTheProcess) {
+  const H2Limits limits;
+  const uint64_t per = WorstCaseConnectionBytes(limits);
+  // A small process: the fixed reserve applies.
+  auto b = BudgetConnections(512ull << 20, 20ull << 20, limits);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->reserve, kMinProcessReserveBytes);
+  EXPECT_EQ(b->max_connections, ((512ull << 20) - kMinProcessReserveBytes) / per);
+  // A big one (an ASan build): what it holds plus the headroom.
+  b = BudgetConnections(512ull << 20, 100ull << 20, limits);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->reserve, (100ull << 20) + kProcessHeadroomBytes);
+  EXPECT_EQ(b->max_connections, ((512ull << 20) - b->reserve) / per);
+  // Too small a limit is refused, naming the least that would do.
+  auto small = BudgetConnections(64ull << 20, 20ull << 20, limits);
+  ASSERT_FALSE(small.ok());
+  const uint64_t least_mi = (kMinProcessReserveBytes + kMinConnections * per + (1 << 20) - 1) >> 20;
+  EXPECT_NE(small.status().message().find("give at least " + std::to_string(least_mi) + "Mi"),
+            std::string::npos)
+      << small.status().message();
+  EXPECT_TRUE(BudgetConnections(least_mi << 20, 20ull << 20, limits).ok());
+}
+
+// A /proc/self/cgroup and a cgroup file system, as a test writes them.
+class CgroupTest : public testing::Test {
+ protected:
+  std::string Proc(const std::string& text) { return dir_.Write("cgroup", text).string(); }
+  void Limit(const std::string& relative, const std::string& value) {
+    const auto path = dir_.File("fs") / relative;
+    std::filesystem::create_directories(path.parent_path());
+    dir_.Write(std::filesystem::relative(path, dir_.path()).string(), value + "\n");
+  }
+  std::string Root() { return (dir_.path() / "fs").string(); }
+  TempDir dir_{"cgroup"};
+};
+
+TEST_F(CgroupTest, V2ReadsTheProcessCgroupsMemoryMax) {
+  Limit("kubepods/pod1/memory.max", "268435456");
+  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/kubepods/pod1\n"), Root()), 268435456u);
+}
+
+TEST_F(CgroupTest, V2InAContainerReadsItsOwnRoot) {
+  Limit("memory.max", "134217728");
+  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/\n"), Root()), 134217728u);
+  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/not/mounted/here\n"), Root()), 134217728u);
+}
+
+TEST_F(CgroupTest, V2MaxIsNoLimit) {
+  Limit("a/memory.max", "max");
+  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/a\n"), Root()), std::nullopt);
+}
+
+TEST_F(CgroupTest, V1ReadsTheMemoryControllersLine) {
+  Limit("memory/libpod_parent/c1/memory.limit_in_bytes", "67108864");
+  const std::string proc =
+      "9:name=systemd:/libpod_parent/c1\n4:memory:/libpod_parent/c1\n3:cpu,cpuacct:/x\n";
+  EXPECT_EQ(CgroupMemoryLimit(Proc(proc), Root()), 67108864u);
+}
+
+TEST_F(CgroupTest, V1UnlimitedIsNoLimit) {
+  Limit("memory/memory.limit_in_bytes", "9223372036854771712");
+  EXPECT_EQ(CgroupMemoryLimit(Proc("4:memory:/\n"), Root()), std::nullopt);
+}
+
+TEST_F(CgroupTest, NothingReadableIsNoLimit) {
+  EXPECT_EQ(CgroupMemoryLimit(dir_.File("absent").string(), Root()), std::nullopt);
+  Limit("x/memory.max", "garbage");
+  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/x\n"), Root()), std::nullopt);
+}
+
+TEST(ResidentBytesTest, IsThisProcessesResidentSet) {
+  const uint64_t rss = ResidentBytes();
+  EXPECT_GT(rss, 1u << 20);
+  EXPECT_LT(rss, 64ull << 30);
+}
+
+}  // namespace
+// A quarter of what the connections may use; a fixed 256 MiB without a memory limit.
+TEST(MemoryBudgetTest, TheKeptBytesBudgetIsAQuarterOfTheConnectionsShare) {
+  auto budget = BudgetConnections(512ull << 20, 0, H2Limits{});
+  ASSERT_TRUE(budget.ok()) << budget.status().ToString();
+  EXPECT_EQ(KeptBytesBudgetFor(*budget), (512ull - 96) / 4 << 20);  // 104 MiB
+  EXPECT_EQ(KeptBytesBudgetFor(std::nullopt), 256ull << 20);
+}
+
+}  // namespace hotfix::service
