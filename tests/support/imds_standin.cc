@@ -89,13 +89,17 @@ std::string SignAttestedContent(std::string_view content, const CertAndKey& sign
   return ossl::Base64Encode(ossl::BioToString(der.get()));
 }
 
-CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name, KeyType key_type) {
+LeafOptions ImdsSignerLeaf(std::string_view name, KeyType key_type) {
   LeafOptions leaf;
   leaf.common_name = std::string(name);
   leaf.key_type = key_type;
   leaf.dns_names = {std::string(name)};
   leaf.usage = KeyUsage::kServerAndClientAuth;
-  return ca.IssueLeaf(leaf);
+  return leaf;
+}
+
+CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name, KeyType key_type) {
+  return ca.IssueLeaf(ImdsSignerLeaf(name, key_type));
 }
 
 std::string ImdsRequest::Header(std::string_view name) const {

@@ -174,6 +174,9 @@ std::string SignAttestedContent(std::string_view content, const CertAndKey& sign
 // and clientAuth, as IMDS's certificate from Azure's TLS issuing CAs.
 CertAndKey IssueImdsSigner(const TestCa& ca, std::string_view name = "metadata.azure.com",
                            KeyType key_type = KeyType::kEcP256);
+// Its options, for a test to change (validity, names) before TestCa::IssueLeaf.
+LeafOptions ImdsSignerLeaf(std::string_view name = "metadata.azure.com",
+                           KeyType key_type = KeyType::kEcP256);
 
 // ---- Checking them ----------------------------------------------------------------------
 

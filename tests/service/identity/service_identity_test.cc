@@ -32,6 +32,7 @@ using testing::HasSubstr;
 using testing::Not;
 using testsupport::AttestedDocumentFields;
 using testsupport::CertAndKey;
+using testsupport::ImdsSignerLeaf;
 using testsupport::IssueImdsSigner;
 using testsupport::KeyUsage;
 using testsupport::LeafOptions;
@@ -231,10 +232,7 @@ TEST_F(IdentityTest, ForeignCaIsUntrusted) {
 }
 
 TEST_F(IdentityTest, ExpiredSignerCertificateIsUntrusted) {
-  LeafOptions leaf;
-  leaf.common_name = "metadata.azure.com";
-  leaf.dns_names = {"metadata.azure.com"};
-  leaf.usage = KeyUsage::kServerAndClientAuth;
+  LeafOptions leaf = ImdsSignerLeaf();
   leaf.not_before = -hours(48);
   leaf.not_after = -hours(1);
   signer_ = root_.IssueLeaf(leaf);
@@ -273,18 +271,14 @@ TEST_F(IdentityTest, TheSignerMustCarryServerAuth) {
   // Azure's signer is a TLS certificate (serverAuth, clientAuth), not an S/MIME one: serverAuth
   // is required; a certificate of any purpose (no EKU) or of another is not IMDS's.
   for (KeyUsage usage : {KeyUsage::kServerAuth, KeyUsage::kServerAndClientAuth}) {
-    LeafOptions leaf;
-    leaf.common_name = "metadata.azure.com";
-    leaf.dns_names = {"metadata.azure.com"};
+    LeafOptions leaf = ImdsSignerLeaf();
     leaf.usage = usage;
     signer_ = root_.IssueLeaf(leaf);
     AuthResult result = auth_->Authenticate(Sign(Fields()));
     EXPECT_TRUE(result.ok()) << static_cast<int>(usage) << ": " << result.error.ToString();
   }
   for (KeyUsage usage : {KeyUsage::kNone, KeyUsage::kClientAuth, KeyUsage::kCodeSigning}) {
-    LeafOptions leaf;
-    leaf.common_name = "metadata.azure.com";
-    leaf.dns_names = {"metadata.azure.com"};
+    LeafOptions leaf = ImdsSignerLeaf();
     leaf.usage = usage;
     signer_ = root_.IssueLeaf(leaf);
     EXPECT_THAT(ExpectRefused(Sign(Fields()), IdentityFailure::kWrongSigner).error.message(),
@@ -1000,10 +994,7 @@ TEST_F(SignerCacheTest, ABadSignatureNeverRefusesItsCertificate) {
 // Time makes a certificate that is not yet valid valid: its refusal is never kept. Misnamed
 // signers (a chain that verifies) are refused in full each time too.
 TEST_F(SignerCacheTest, RefusalsTimeOrANameDecideAreNotKept) {
-  LeafOptions leaf;
-  leaf.common_name = "metadata.azure.com";
-  leaf.dns_names = {"metadata.azure.com"};
-  leaf.usage = KeyUsage::kServerAndClientAuth;
+  LeafOptions leaf = ImdsSignerLeaf();
   leaf.not_before = std::chrono::hours(1);
   signer_ = root_.IssueLeaf(leaf);
   ExpectRefusedAsByTheFullCheck(Sign(Fields("vm-1")), IdentityFailure::kUntrustedSigner,
@@ -1022,11 +1013,8 @@ TEST_F(SignerCacheTest, RefusalsTimeOrANameDecideAreNotKept) {
 // choice): each of its documents is checked in full.
 TEST_F(SignerCacheTest, ALargeRefusedCertificateIsNotKept) {
   TestCa other = TestCa::Create("test-imds-root");
-  LeafOptions leaf;
-  leaf.common_name = "metadata.azure.com";
-  leaf.dns_names = {"metadata.azure.com"};
+  LeafOptions leaf = ImdsSignerLeaf();
   for (int i = 0; i < 500; ++i) leaf.dns_names.push_back("n" + std::to_string(i) + ".example.com");
-  leaf.usage = KeyUsage::kServerAndClientAuth;
   signer_ = other.IssueLeaf(leaf);
   ossl::X509Ptr cert = ossl::ParseCertPem(signer_.cert_pem);
   ASSERT_GT(i2d_X509(cert.get(), nullptr), 8 * 1024);
@@ -1124,10 +1112,7 @@ TEST_F(SignerCacheTest, SecondCertificateGoesToTheFullCheck) {
 }
 
 TEST_F(SignerCacheTest, SignerPastItsValidityGoesBackToTheFullCheck) {
-  LeafOptions leaf;
-  leaf.common_name = "metadata.azure.com";
-  leaf.dns_names = {"metadata.azure.com"};
-  leaf.usage = KeyUsage::kServerAndClientAuth;
+  LeafOptions leaf = ImdsSignerLeaf();
   // notAfter is in whole seconds: between 3 and 4 s from `issued`, which leaves the first
   // verification 3 s on a loaded machine; 5 s after `issued` it has passed for certain.
   leaf.not_after = seconds(4);
