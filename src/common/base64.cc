@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/text.h"
+
 namespace hotfix {
 namespace {
 
@@ -13,8 +15,7 @@ constexpr size_t kRawChunk = 3 * 16384;
 constexpr size_t kEncodedChunk = 4 * 16384;
 
 bool IsAlphabet(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
-         c == '/';
+  return IsAsciiAlnum(static_cast<char>(c)) || c == '+' || c == '/';
 }
 
 bool IsNewline(unsigned char c) { return c == '\n' || c == '\r'; }

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "common/text.h"
+
 namespace hotfix {
 namespace {
 
@@ -26,7 +28,7 @@ StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   while (i < text.size()) {
     int64_t n = 0;
     size_t digits = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    while (i < text.size() && IsAsciiDigit(text[i])) {
       if (++digits > 12) return Status::InvalidArgument(quoted + " is too long");
       n = n * 10 + (text[i++] - '0');
     }

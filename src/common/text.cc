@@ -1,9 +1,18 @@
 #include "common/text.h"
 
+#include <algorithm>
+
 namespace hotfix {
 
+bool IsAsciiName(std::string_view name, size_t max_chars, bool digit_first) {
+  if (name.empty() || name.size() > max_chars) return false;
+  if (!(IsAsciiAlpha(name[0]) || (digit_first && IsAsciiDigit(name[0])))) return false;
+  return std::all_of(name.begin() + 1, name.end(),
+                     [](char c) { return IsAsciiAlnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
 int HexDigitValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
+  if (IsAsciiDigit(c)) return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;

@@ -1,5 +1,6 @@
-// Small ASCII text helpers shared by the node, the transport and the service: hex digits,
-// lower-casing, and making untrusted text safe to echo in a message.
+// Small ASCII text helpers shared by the node, the transport and the service: character
+// classes, hex digits, lower-casing, names, and making untrusted text safe to echo in a
+// message. Locale-independent, unlike <cctype>'s.
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,14 @@
 #include <string_view>
 
 namespace hotfix {
+
+constexpr bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool IsAsciiAlpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+constexpr bool IsAsciiAlnum(char c) { return IsAsciiDigit(c) || IsAsciiAlpha(c); }
+
+// A name of the shape the component and rollout files use: 1 to max_chars characters of
+// [A-Za-z0-9._-], the first a letter (or, with digit_first, a letter or a digit).
+bool IsAsciiName(std::string_view name, size_t max_chars, bool digit_first);
 
 inline constexpr std::string_view kLowerHexDigits = "0123456789abcdef";
 inline constexpr std::string_view kUpperHexDigits = "0123456789ABCDEF";

@@ -232,14 +232,12 @@ size_t CopyEscape(std::string_view s, size_t i, std::string* out) {
   return i + 6;
 }
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
 // Whether `s` is exactly a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 bool IsJsonNumber(std::string_view s) {
   size_t i = 0;
   auto digits = [&] {
     const size_t from = i;
-    while (i < s.size() && IsDigit(s[i])) ++i;
+    while (i < s.size() && IsAsciiDigit(s[i])) ++i;
     return i > from;
   };
   if (i < s.size() && s[i] == '-') ++i;
@@ -266,7 +264,7 @@ bool IsJsonNumber(std::string_view s) {
 size_t CopyNumber(std::string_view in, size_t i, std::string* out) {
   size_t end = i;
   auto in_number = [](char c) {
-    return IsDigit(c) || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
+    return IsAsciiDigit(c) || c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E';
   };
   while (end < in.size() && in_number(in[end])) ++end;
   const std::string token(in.substr(i, end - i));
@@ -291,7 +289,7 @@ std::string RepairLikeGoDecoder(std::string_view in) {
       i += r.size;
     } else if (in_string && c == '\\') {
       i = CopyEscape(in, i, &out);
-    } else if (!in_string && (c == '-' || IsDigit(c))) {
+    } else if (!in_string && (c == '-' || IsAsciiDigit(c))) {
       i = CopyNumber(in, i, &out);
     } else {
       if (c == '"') in_string = !in_string;

@@ -1,5 +1,7 @@
 #include "node/nbc_cmd.h"
 
+#include "common/text.h"
+
 namespace hotfix::node {
 namespace {
 
@@ -8,7 +10,7 @@ bool IsDelimiter(char c) { return c == ' ' || c == '\t' || c == '\n' || c == ';'
 
 bool IsKeyStart(char c) { return (c >= 'A' && c <= 'Z') || c == '_'; }
 
-bool IsKeyChar(char c) { return IsKeyStart(c) || (c >= '0' && c <= '9'); }
+bool IsKeyChar(char c) { return IsKeyStart(c) || IsAsciiDigit(c); }
 
 // Index just past the quoted run that opens at `open` (a quote byte); an unterminated quote
 // runs to the end of the input.

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "common/text.h"
 #include "node/go_json.h"
 
 namespace hotfix::node {
@@ -10,10 +11,7 @@ namespace {
 // Written by hand: Debian ships no C++ semver library, and the gate must accept exactly what
 // Masterminds' regex v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-ids)?(\+ids)? accepts, which is looser
 // than SemVer 2.0 (leading zeros, missing parts).
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsIdentChar(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
-}
+bool IsIdentChar(char c) { return IsAsciiAlnum(c) || c == '-'; }
 
 class Cursor {
  public:
@@ -64,7 +62,7 @@ bool NumericWithLeadingZero(std::string_view prerelease) {
     if (end == std::string_view::npos) end = prerelease.size();
     std::string_view id = prerelease.substr(start, end - start);
     bool numeric = !id.empty();
-    for (char c : id) numeric = numeric && IsDigit(c);
+    for (char c : id) numeric = numeric && IsAsciiDigit(c);
     if (numeric && id.size() > 1 && id[0] == '0') return true;
     start = end + 1;
   }
@@ -80,10 +78,10 @@ StatusOr<LooseSemver> ParseLooseSemver(std::string_view text) {
   in.Take('v');
   LooseSemver v;
   std::string_view parts[3];
-  parts[0] = in.TakeWhile(IsDigit);
+  parts[0] = in.TakeWhile(IsAsciiDigit);
   if (parts[0].empty()) return invalid;
   for (int i = 1; i < 3 && in.Take('.'); ++i) {
-    parts[i] = in.TakeWhile(IsDigit);
+    parts[i] = in.TakeWhile(IsAsciiDigit);
     if (parts[i].empty()) return invalid;
   }
   uint64_t* fields[3] = {&v.major, &v.minor, &v.patch};

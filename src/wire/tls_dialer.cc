@@ -159,10 +159,9 @@ Status ProxyConnect(int fd, const TlsDialOptions& o, Deadline deadline) {
   }
   std::string_view status_line = std::string_view(*header).substr(0, header->find("\r\n"));
   // "HTTP/1.x 2xx ..."
-  auto digit = [](char c) { return c >= '0' && c <= '9'; };
   bool ok = status_line.size() >= 12 && status_line.substr(0, 7) == "HTTP/1." &&
-            status_line[8] == ' ' && status_line[9] == '2' && digit(status_line[10]) &&
-            digit(status_line[11]);
+            status_line[8] == ' ' && status_line[9] == '2' && IsAsciiDigit(status_line[10]) &&
+            IsAsciiDigit(status_line[11]);
   if (!ok) {
     return Status::Unavailable(step + " failed: proxy answered \"" +
                                EscapeForMessage(status_line, kMaxEchoedBytes) + "\"");

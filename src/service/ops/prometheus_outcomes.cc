@@ -18,8 +18,7 @@ std::string QueryEscape(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
+    if (IsAsciiAlnum(static_cast<char>(c)) || c == '-' || c == '.' || c == '_' || c == '~') {
       out.push_back(static_cast<char>(c));
     } else {
       out.append(1, '%').append(1, kHex[c >> 4]).append(1, kHex[c & 15]);

@@ -18,18 +18,13 @@ using json = nlohmann::json;
 
 constexpr size_t kMaxNameChars = 64;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlnum(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
 bool AllDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), IsDigit);
+  return !s.empty() && std::all_of(s.begin(), s.end(), IsAsciiDigit);
 }
 
 // [A-Za-z0-9][A-Za-z0-9._-]{0,63}
 bool IsValidRolloutName(std::string_view name) {
-  if (name.empty() || name.size() > kMaxNameChars || !IsAlnum(name[0])) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return IsAlnum(c) || c == '.' || c == '_' || c == '-'; });
+  return IsAsciiName(name, kMaxNameChars, /*digit_first=*/true);
 }
 
 Status WrongType(std::string_view field, const json& value, std::string_view want) {
@@ -401,7 +396,7 @@ std::optional<RolloutTime> ParseRolloutTime(std::string_view text) {
   constexpr std::string_view kShape = "0000-00-00T00:00:00Z";
   if (text.size() != kShape.size()) return std::nullopt;
   for (size_t i = 0; i < kShape.size(); ++i) {
-    if (kShape[i] == '0' ? !IsDigit(text[i]) : text[i] != kShape[i]) return std::nullopt;
+    if (kShape[i] == '0' ? !IsAsciiDigit(text[i]) : text[i] != kShape[i]) return std::nullopt;
   }
   auto number = [&](size_t at, size_t len) {
     int n = 0;
@@ -544,7 +539,7 @@ std::string ServedHotfixesJson(const std::map<std::string, std::string>& hotfixe
   // the text is written directly, as nlohmann would write it; anything else goes through
   // nlohmann.
   auto plain = [](const std::string& s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return IsDigit(c) || c == '.'; });
+    return std::all_of(s.begin(), s.end(), [](char c) { return IsAsciiDigit(c) || c == '.'; });
   };
   std::string out = "{\"hotfixes\":{";
   for (const auto& [key, version] : hotfixes) {

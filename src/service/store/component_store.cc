@@ -1,6 +1,7 @@
 #include "service/store/component_store.h"
 
 #include "common/json_error.h"
+#include "common/text.h"
 
 #include <dirent.h>
 #include <poll.h>
@@ -34,9 +35,6 @@ constexpr std::string_view kJsonSuffix = ".json";
 // Without a working watch, polling is the only way to see a change: keep it close to the
 // two-second promise.
 constexpr std::chrono::milliseconds kUnwatchedPollInterval{1000};
-
-bool IsAsciiAlpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
 // Parses text, refusing duplicate object keys: nlohmann keeps the last, other parsers the
 // first, so a node could act on a value that was never validated.
@@ -191,10 +189,7 @@ bool SameTexts(const ComponentMap& a, const ComponentMap& b) {
 }  // namespace
 
 bool IsValidComponentName(std::string_view name) {
-  if (name.empty() || name.size() > 64 || !IsAsciiAlpha(name[0])) return false;
-  return std::all_of(name.begin() + 1, name.end(), [](char c) {
-    return IsAsciiAlpha(c) || IsAsciiDigit(c) || c == '_' || c == '.' || c == '-';
-  });
+  return IsAsciiName(name, 64, /*digit_first=*/false);
 }
 
 StatusOr<ComponentConfig> ParseComponentConfig(std::string_view component,
