@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/token_bucket.h"
+
 namespace hotfix::service {
 namespace {
 
@@ -34,11 +36,7 @@ class TokenBucketLimiter : public RateLimiter {
     std::lock_guard<std::mutex> lock(mu_);
     const SteadyTime now = now_();
     ForgetIdle(now);
-    Bucket& bucket = Touch(key, now);
-    Refill(bucket, now);
-    if (bucket.tokens < 1.0) return false;
-    bucket.tokens -= 1.0;
-    return true;
+    return Touch(key, now).tokens.Take(now, burst_, rate_);
   }
 
   size_t tracked_keys() const override {
@@ -49,13 +47,12 @@ class TokenBucketLimiter : public RateLimiter {
  private:
   struct Bucket {
     std::string key;  // index_ holds views of this string: list nodes never move
-    double tokens;
-    SteadyTime last;  // when tokens was last brought up to date
+    TokenBucket tokens;
   };
   using List = std::list<Bucket>;
 
   bool Idle(const Bucket& bucket, SteadyTime now) const {
-    return Seconds(now - bucket.last) >= refill_time_;
+    return Seconds(now - bucket.tokens.refilled) >= refill_time_;
   }
 
   // A bucket that has refilled to the burst is the same as no bucket.
@@ -75,16 +72,9 @@ class TokenBucketLimiter : public RateLimiter {
       return lru_.front();
     }
     if (index_.size() >= max_keys_) Forget();
-    lru_.push_front(Bucket{std::string(key), burst_, now});
+    lru_.push_front(Bucket{std::string(key), TokenBucket{burst_, now}});
     index_.emplace(lru_.front().key, lru_.begin());
     return lru_.front();
-  }
-
-  void Refill(Bucket& bucket, SteadyTime now) {
-    if (now <= bucket.last) return;
-    double earned = Seconds(now - bucket.last).count() * rate_;
-    bucket.tokens = std::min(burst_, bucket.tokens + earned);
-    bucket.last = now;
   }
 
   const double rate_;

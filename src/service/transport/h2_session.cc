@@ -341,15 +341,6 @@ void H2Session::Fail(TransportEvent event, uint32_t error_code, std::string_view
   if (session_ != nullptr) nghttp2_session_terminate_session(session_, error_code);
 }
 
-bool H2Session::TokenBucket::Take(SteadyClock::time_point now, uint32_t burst, uint32_t rate) {
-  double seconds = std::chrono::duration<double>(now - refilled).count();
-  refilled = now;
-  tokens = std::min<double>(burst, tokens + seconds * rate);
-  if (tokens < 1) return false;
-  tokens -= 1;
-  return true;
-}
-
 bool H2Session::TakeControlFrameToken(SteadyClock::time_point now) {
   const H2Limits& limits = options_.limits;
   return control_.Take(now, limits.control_frame_burst, limits.control_frames_per_second);

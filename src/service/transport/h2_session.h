@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/token_bucket.h"
 #include "service/transport/transport_events.h"
 #include "wire/grpc_status.h"
 
@@ -179,12 +180,6 @@ class H2Session {
   bool goaway_sent_ = false;
   bool peer_goaway_ = false;  // the peer is leaving: the end of the session is not an error
   int32_t goaway_last_stream_id_ = 0;  // the last stream our GOAWAY lets finish
-  struct TokenBucket {
-    double tokens;
-    SteadyClock::time_point refilled;
-    bool Take(SteadyClock::time_point now, uint32_t burst, uint32_t rate);
-    void Add(double n, uint32_t burst) { tokens = std::min<double>(burst, tokens + n); }
-  };
   TokenBucket control_;
   TokenBucket resets_;
   std::vector<std::unique_ptr<Stream>> streams_;  // open streams; few (max_concurrent_streams)
