@@ -6,7 +6,7 @@
 // then for a few seconds runs one attack from raw TLS sockets (ALPN h2, frames written by
 // hand: h2_frames.h) while a node-like libgrpc++ client calls GetComponentConfig every
 // 100 ms on a new connection each time. It asserts that the peak RSS (sampled every 50 ms)
-// stayed under idle + 64 MiB, that at least 99% of the node's calls returned OK, and that the
+// stayed under idle + 64 MiB, that every one of the node's calls (about 35) returned OK, and that the
 // service is alive and answers afterwards. An attack that takes the RSS past idle + 256 MiB
 // is stopped early (and fails the bound): a server without limits would otherwise take the
 // machine with it.
@@ -70,7 +70,6 @@ constexpr milliseconds kAttackDuration{3500};
 constexpr milliseconds kLegitInterval{100};
 // hotfix-agent's own budget for the call (--lps-timeout).
 constexpr milliseconds kLegitDeadline{3000};
-constexpr double kMinLegitSuccessPct = 99.0;
 constexpr milliseconds kRssSampleInterval{50};
 constexpr long kRssBoundKb = 64 * 1024;
 constexpr long kRssAbortKb = 256 * 1024;
@@ -1171,12 +1170,14 @@ backend lps
         << "peak VmRSS " << r.peak_kb << " kB, idle " << r.idle_kb << " kB";
   }
 
+  // Every node call made during the attack, each within hotfix-agent's own deadline: a node
+  // boots once, so one refused boot is a node without its hotfix (with about 35 calls, any
+  // percentage short of 100 would allow none either).
   void ExpectNodesServed(const CaseResult& r) {
     ASSERT_GT(r.node_total, 0);
-    const double success_pct = 100.0 * r.node_ok / r.node_total;
     std::string failures;
     for (const auto& f : r.node_failures) failures += "\n  " + f;
-    EXPECT_GE(success_pct, kMinLegitSuccessPct)
+    EXPECT_EQ(r.node_ok, r.node_total)
         << r.node_ok << " of " << r.node_total << " node calls OK; first failures:" << failures;
   }
 

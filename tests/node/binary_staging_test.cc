@@ -1,5 +1,7 @@
 #include "node/binary_staging.h"
 
+#include <atomic>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -79,23 +81,34 @@ TEST(StageHotfixBinary, MissingDestinationFolderIsAnError) {
   EXPECT_THAT(st.message(), HasSubstr(opt.File("missing").string()));
 }
 
+// Nothing is written while another holds the folder's lock: the holder finds no hotfix binary
+// when it lets go, and staging returns only after that.
 TEST(StageHotfixBinary, WaitsForTheFolderLockHolder) {
   TempDir usr, opt;
   const std::string src = usr.Write("bin", "b", 0644);
   const std::string vhd = opt.Write("aks-node-controller", "v", 0755);
+  const std::string destination = opt.File("aks-node-controller-hotfix");
   std::optional<FolderLock> held;
   {
     StatusOr<FolderLock> l = FolderLock::Acquire(opt.path(), Deadline::After({}));
     ASSERT_TRUE(l.ok());
     held.emplace(std::move(l).value());
   }
+  std::atomic<bool> written_while_held{false};
+  std::atomic<bool> released{false};
   std::thread releaser([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    written_while_held = std::filesystem::exists(destination);
+    released = true;
     held.reset();
   });
-  Status st = StageHotfixBinary(src, vhd, opt.File("aks-node-controller-hotfix"));
+  Status st = StageHotfixBinary(src, vhd, destination);
+  const bool returned_after_release = released.load();
   releaser.join();
   EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_FALSE(written_while_held.load()) << "the binary was staged under another's lock";
+  EXPECT_TRUE(returned_after_release) << "staging did not wait for the lock";
+  EXPECT_TRUE(std::filesystem::exists(destination));
 }
 
 }  // namespace
