@@ -372,6 +372,7 @@ void DirectoryStore::Impl::WatchLoop() {
     if (fds[0].revents != 0) return;
     if ((fds[1].revents & POLLIN) && DrainEvents() && !reload_at) {
       reload_at = Clock::now() + options.debounce;
+      if (options.on_change_seen) options.on_change_seen();
     }
     const Clock::time_point now = Clock::now();
     if ((reload_at && now >= *reload_at) || now >= next_poll) {

@@ -106,6 +106,9 @@ struct DirectoryStoreOptions {
   // Start's caller for the first, the watcher thread (or Reload's caller) after. Calls are
   // serialised; the callback must not call Reload().
   std::function<void(const ReloadReport&)> on_reload;
+  // Called on the watcher thread when it has seen the first change of a burst and waits out
+  // the debounce: for tests that must know the watcher is waiting. May be empty.
+  std::function<void()> on_change_seen;
   // Warnings no report carries (inotify unavailable); nullptr discards them.
   Logger* log = nullptr;
 };

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -605,10 +606,16 @@ TEST_F(DirectoryStoreTest, SurvivesTheFolderVanishingAndComingBack) {
 TEST_F(DirectoryStoreTest, DestructorReturnsPromptly) {
   DirectoryStoreOptions options = Options();
   options.debounce = std::chrono::hours(1);  // a reload is pending when we stop
+  std::promise<void> seen;
+  std::atomic<bool> said{false};
+  options.on_change_seen = [&] {
+    if (!said.exchange(true)) seen.set_value();
+  };
   auto store = StartStore(options);
   ASSERT_NE(store, nullptr);
   WriteAtomically(dir_.File(kAksFile), kAksV1);
-  std::this_thread::sleep_for(50ms);  // let the watcher see the event and start its wait
+  // The watcher has seen the change and waits out the hour.
+  ASSERT_EQ(seen.get_future().wait_for(kDeadline), std::future_status::ready);
   const auto start = std::chrono::steady_clock::now();
   store.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, kDeadline);  // not the hour's debounce
