@@ -10,6 +10,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -165,8 +170,9 @@ TEST(ImdsTokenSourceTest, CancelStopsARetryLoop) {
   EXPECT_LE(imds.requests, 1);
 }
 
-// A raw HTTP/1.1 peer that answers one request with scripted pieces, a pause between each:
-// responses split at awkward places, without Content-Length, chunked.
+// A raw HTTP/1.1 peer that answers one request with scripted pieces, each sent only once the
+// client has read the one before, so the client meets every split as scripted: responses
+// split at awkward places, without Content-Length, chunked.
 class RawPeer {
  public:
   explicit RawPeer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {
@@ -193,16 +199,41 @@ class RawPeer {
 
  private:
   void Serve() {
-    int conn = ::accept(fd_, nullptr, nullptr);
+    sockaddr_in client{};
+    socklen_t len = sizeof client;
+    int conn = ::accept(fd_, reinterpret_cast<sockaddr*>(&client), &len);
     if (conn < 0) return;
     char buf[4096];
     ssize_t n = ::recv(conn, buf, sizeof buf, 0);
     if (n > 0) request.assign(buf, static_cast<size_t>(n));
     for (const auto& piece : pieces_) {
       ::send(conn, piece.data(), piece.size(), MSG_NOSIGNAL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      WaitUntilRead(ntohs(client.sin_port));
     }
     ::close(conn);
+  }
+
+  // Until the client's socket (local port `client_port`, remote ours) holds no unread byte:
+  // its rx_queue in /proc/net/tcp (Linux's per-socket table, in hex). A client that stops
+  // reading (a refused response) is left after 5 s.
+  void WaitUntilRead(uint16_t client_port) const {
+    char want[32];
+    std::snprintf(want, sizeof want, ":%04X 0100007F:%04X", client_port, port_);
+    for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+         std::chrono::steady_clock::now() < end;) {
+      std::ifstream table("/proc/net/tcp");
+      bool unread = false;
+      for (std::string line; std::getline(table, line);) {
+        const size_t at = line.find(want);
+        if (at == std::string::npos) continue;
+        // "... rem_address st tx_queue:rx_queue ...": rx_queue is 8 hex digits after ':'.
+        const size_t colon = line.find(':', at + std::strlen(want) + 4);
+        unread = colon != std::string::npos &&
+                 std::strtoul(line.substr(colon + 1, 8).c_str(), nullptr, 16) != 0;
+      }
+      if (!unread) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   std::vector<std::string> pieces_;
   int fd_ = -1;
