@@ -99,14 +99,6 @@ class GrpcHandler {
   virtual void Handle(const GrpcCall& call, GrpcReply* reply) = 0;
 };
 
-class TransportEventSink {
- public:
-  virtual ~TransportEventSink() = default;
-  // detail: what went wrong, when there is more to say than the event (nghttp2's error).
-  virtual void OnTransportEvent(TransportEvent event, std::string_view peer,
-                                std::string_view detail) = 0;
-};
-
 class KeptBytesBudget;
 
 struct H2SessionOptions {

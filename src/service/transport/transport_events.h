@@ -3,6 +3,8 @@
 // lp_transport_events_total, so the set is fixed: a peer cannot create series.
 #pragma once
 
+#include <string_view>
+
 namespace hotfix::service {
 
 enum class TransportEvent {
@@ -30,5 +32,15 @@ enum class TransportEvent {
 
 // "accepted", "shed_max_connections", ...: the metric label and log spelling.
 const char* TransportEventName(TransportEvent event);
+
+// Where the transport reports its events (the server counts and logs them: server.cc,
+// TransportEventLog). Called on the event loops' threads.
+class TransportEventSink {
+ public:
+  virtual ~TransportEventSink() = default;
+  // detail: what went wrong, when there is more to say than the event (nghttp2's error).
+  virtual void OnTransportEvent(TransportEvent event, std::string_view peer,
+                                std::string_view detail) = 0;
+};
 
 }  // namespace hotfix::service
