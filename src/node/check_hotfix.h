@@ -1,5 +1,5 @@
 // check-hotfix: ask the live-patching service for this node's hotfix map and stage it for
-// download-hotfix. Fail-open: every outcome reports one event and the command exits 0
+// download-hotfix. Fail-open: every outcome reports one event (a dry run none) and exits 0
 // (AgentBaker: aks-node-controller/checkhotfix.go runCheckHotfixCommand; docs/CHECK-HOTFIX.md).
 #pragma once
 
