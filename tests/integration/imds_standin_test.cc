@@ -18,6 +18,7 @@
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "test_certs.h"
+#include "wait.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -25,7 +26,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-constexpr auto kGenerous = std::chrono::seconds(10);
 const std::string kDocumentPath =
     std::string(kImdsAttestedPath) + "?api-version=" + kImdsApiVersion;
 

@@ -39,7 +39,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-constexpr auto kGenerous = seconds(15);
 constexpr char kServedMap[] = R"({"hotfixes":{"202604.01":"202604.01.3"}})";
 
 // A node's TLS connection from `source` to 127.0.0.1:`port`, offering ALPN aks-live-patching

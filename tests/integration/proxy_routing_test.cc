@@ -25,6 +25,7 @@
 #include "subprocess.h"
 #include "test_certs.h"
 #include "tls_client.h"
+#include "wait.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -33,7 +34,6 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr auto kGenerous = std::chrono::seconds(15);
 constexpr char kApiserverFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
 
 enum class Proxy { kHaproxy, kNginx };
@@ -179,11 +179,7 @@ TEST_P(RoutingTest, LogNamesTheChosenBackendAndSni) {
     std::string log = ProxyLog();
     return log.find(to_service) != std::string::npos && log.find(to_apiserver) != std::string::npos;
   };
-  auto until = std::chrono::steady_clock::now() + kGenerous;
-  while (!both_logged() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_TRUE(both_logged()) << ProxyLog();
+  EXPECT_TRUE(WaitFor(both_logged)) << ProxyLog();
   EXPECT_THAT(ProxyLog(), HasSubstr(std::string("sni=") + kApiserverFqdn));
   if (!haproxy) {
     EXPECT_THAT(ProxyLog(), HasSubstr("alpn=aks-live-patching,h2"));

@@ -6,10 +6,10 @@
 // then for a few seconds runs one attack from raw TLS sockets (ALPN h2, frames written by
 // hand: h2_frames.h) while a node-like libgrpc++ client calls GetComponentConfig every
 // 100 ms on a new connection each time. It asserts that the peak RSS (sampled every 50 ms)
-// stayed under idle + 64 MiB, that every one of the node's calls (about 35) returned OK, and that the
-// service is alive and answers afterwards. An attack that takes the RSS past idle + 256 MiB
-// is stopped early (and fails the bound): a server without limits would otherwise take the
-// machine with it.
+// stayed under idle + 64 MiB, that every one of the node's calls (about 35) returned OK, and that
+// the service is alive and answers afterwards. An attack that takes the RSS past idle + 256 MiB is
+// stopped early (and fails the bound): a server without limits would otherwise take the machine
+// with it.
 //
 //   attacker (raw TLS, h2 frames) ---+
 //                                     +--> live-patching-service (fresh per case)
@@ -1600,12 +1600,11 @@ TEST_F(ServiceAttackTest, AMemoryLimitRefusesConnectionsBeforeTheKernelWould) {
   EXPECT_EQ(r.response.config(), kServedMap);
   // Every closed stream gave back what it kept.
   std::optional<double> kept;
-  for (auto until = steady_clock::now() + seconds(10); steady_clock::now() < until;) {
+  EXPECT_TRUE(WaitFor([&] {
     kept = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_kept_request_bytes");
-    if (kept == 0.0) break;
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-  EXPECT_EQ(kept, 0.0);
+    return kept == 0.0;
+  })) << "kept request bytes "
+      << kept.value_or(-1);
 }
 
 }  // namespace

@@ -41,7 +41,9 @@ constexpr char kCanaryVersion[] = "202604.01.4";
 constexpr char kBaseVersion[] = "202604.01.3";
 // The bound: every replica halts within two minutes of the threshold being crossed.
 constexpr auto kHaltWithin = 120s;
-constexpr auto kGenerous = 60s;
+// A step that waits on Prometheus' scrapes and the halt loop's evaluations, or runs a whole
+// agent command under ASan: longer than the suite's kGenerous (wait.h).
+constexpr auto kSlowStep = 60s;
 
 // When the canary started: a minute before the test, so that its evidence (since the first
 // step) is a few minutes of one-second steps.
@@ -135,7 +137,7 @@ class AutoHaltE2eTest : public ::testing::Test {
     return nullptr;
   }
   // True once both replicas judged the evidence as holding `reports` reports.
-  bool BothSawReports(uint64_t reports, std::chrono::seconds within = kGenerous) const {
+  bool BothSawReports(uint64_t reports, std::chrono::seconds within = kSlowStep) const {
     bool seen = false;
     WaitFor(
         [&] {
@@ -198,7 +200,7 @@ class AutoHaltE2eTest : public ::testing::Test {
     check.connect_to = proxy_->frontend_address();
     check.events_dir = node.File("events");
     check.log_file = node.File("agent.log");
-    RunResult checked = RunProcess(CheckHotfixSpawn(check), kGenerous);
+    RunResult checked = RunProcess(CheckHotfixSpawn(check), kSlowStep);
     EXPECT_TRUE(checked.status.success()) << checked.stderr_text;
     Json pointer = Json::parse(node.Read("opt/aks-node-controller-hotfix.json"), nullptr, false);
     const std::string version =
@@ -242,7 +244,7 @@ class AutoHaltE2eTest : public ::testing::Test {
     for (const char* name : {"HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"}) {
       spawn.unset_env.push_back(name);
     }
-    RunResult downloaded = RunProcess(std::move(spawn), kGenerous);
+    RunResult downloaded = RunProcess(std::move(spawn), kSlowStep);
     // The package manager's own code on failure; the report never changes it.
     EXPECT_EQ(downloaded.status.exit_code, fail ? 100 : 0) << downloaded.stderr_text;
     EXPECT_THAT(node.Read("agent.log"), HasSubstr("reported hotfix outcome to LPS"))
@@ -373,7 +375,7 @@ TEST_F(AutoHaltE2eTest, WithoutPrometheusItIsHeldAndMovingSinceResumes) {
         return unavailable = Canary(0)["auto_halt"]["signal"] == "unavailable" &&
                              Canary(1)["auto_halt"]["signal"] == "unavailable";
       },
-      kGenerous);
+      kSlowStep);
   ASSERT_TRUE(unavailable) << Canary(0).dump();
   EXPECT_EQ(Canary(0)["state"], "auto-halted");
   EXPECT_EQ(Canary(1)["state"], "auto-halted");
@@ -401,7 +403,7 @@ TEST_F(AutoHaltE2eTest, WithoutPrometheusItIsHeldAndMovingSinceResumes) {
   const std::string since = hotfix::service::FormatRolloutTime(now + 2s);
   std::this_thread::sleep_for(3s);
   files_.WriteComponent(kAks, ComponentFile(10, since, 3).dump());
-  ASSERT_TRUE(BothInState("complete", kGenerous)) << Canary(0).dump() << Canary(1).dump();
+  ASSERT_TRUE(BothInState("complete", kSlowStep)) << Canary(0).dump() << Canary(1).dump();
   EXPECT_EQ(Canary(0)["auto_halt"]["reports"], 0);
   EXPECT_EQ(Canary(0)["auto_halt"]["since"], since);
   EXPECT_EQ(NodeBoots(302, false), kCanaryVersion);

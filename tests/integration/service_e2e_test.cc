@@ -46,7 +46,6 @@ constexpr char kNextMap[] = R"({"hotfixes":{"202604.01":"202604.01.4"}})";
 constexpr char kDefaultVmId[] = "02aab8a4-74ef-476e-8182-f6d2ba4166a6";
 constexpr char kDefaultSubscription[] = "8d10da13-8125-4ba9-a717-bf7490507b3d";
 constexpr char kServiceName[] = "akslivepatching.v1.LivePatchingService";
-constexpr auto kGenerous = seconds(15);
 
 class ServiceE2eTest : public ::testing::Test {
  protected:

@@ -26,6 +26,7 @@
 #include "text_util.h"
 #include "tls_client.h"
 #include "tls_peer.h"
+#include "wait.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -33,8 +34,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-constexpr auto kGenerous = std::chrono::seconds(10);
 
 // --- certificates --------------------------------------------------------------------------
 
@@ -280,11 +279,7 @@ TEST(SubprocessTest, TimeoutKillsTheProcessGroup) {
     std::getline(stat, state);
     return state.empty() || state.find(") Z") != std::string::npos;
   };
-  auto until = std::chrono::steady_clock::now() + kGenerous;
-  while (!gone_or_zombie() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(gone_or_zombie());
+  EXPECT_TRUE(WaitFor(gone_or_zombie));
 }
 
 TEST(SubprocessTest, StopSendsSigtermFirst) {

@@ -40,19 +40,13 @@
 #include "temp_dir.h"
 #include "test_certs.h"
 #include "text_util.h"
+#include "wait.h"
 
 namespace hotfix::testsupport {
 
 inline std::string SourceDir() {
   const char* dir = std::getenv("LP_SOURCE_DIR");
   return dir != nullptr ? dir : LP_DEFAULT_SOURCE_DIR;
-}
-
-inline void WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (!done() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
 }
 
 // A process's resident memory (VmRSS, kB) from /proc; -1 once it is gone (or a zombie).
