@@ -123,7 +123,7 @@ func (l *logger) Warn(msg string, kv ...interface{})  { l.log("WARN", msg, kv...
 func (l *logger) Error(msg string, kv ...interface{}) { l.log("ERROR", msg, kv...) }
 
 // ---------------------------------------------------------------------------------------
-// Endpoint resolution (§1.3): apiserver FQDN and cluster CA from the AKSNodeConfig JSON.
+// Endpoint resolution (docs/REFERENCE.md, "Inputs"): apiserver FQDN and cluster CA from the AKSNodeConfig JSON.
 
 type apiServerConfig struct {
 	APIServerName      string `json:"api_server_name"`
@@ -172,7 +172,7 @@ func lpsTargetFromNodeConfig(path string) (string, []byte, error) {
 }
 
 // ---------------------------------------------------------------------------------------
-// IMDS attested token (§1.4): net/http, proxy disabled, dial 1 s, headers 1 s, attempt 2 s,
+// IMDS attested token (docs/REFERENCE.md, "Identity"): net/http, proxy disabled, dial 1 s, headers 1 s, attempt 2 s,
 // 2 attempts without sleep, 1 MiB cap.
 
 func newIMDSClient() *http.Client {
@@ -236,7 +236,7 @@ func fetchIMDSAttestedToken(ctx context.Context, url string, log *logger) (strin
 }
 
 // ---------------------------------------------------------------------------------------
-// TLS + gRPC (§1.5, §1.6).
+// TLS + gRPC (docs/REFERENCE.md, "The connection", "The call").
 
 func verifyChainAgainstPool(rawCerts [][]byte, pool *x509.CertPool, dnsName string) error {
 	if len(rawCerts) == 0 {
@@ -267,7 +267,7 @@ func verifyChainAgainstPool(rawCerts [][]byte, pool *x509.CertPool, dnsName stri
 }
 
 // dialHost: net.SplitHostPort's host when the name splits, the raw name otherwise; always
-// port 443 (§1.3.2).
+// port 443 (docs/REFERENCE.md, "Inputs").
 func dialTarget(apiServerName string) string {
 	host := apiServerName
 	if h, _, err := net.SplitHostPort(apiServerName); err == nil {
@@ -334,7 +334,7 @@ func fetchLPS(o opts, log *logger) ([]byte, error) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Pointer file (§1.8, §1.9, §2.3, §2.4).
+// Pointer file (docs/REFERENCE.md, "Served config", "The pointer file", "download-hotfix").
 
 type hotfixConfig struct {
 	Version        string            `json:"version,omitempty"`
@@ -434,7 +434,7 @@ func resolveVersion(c hotfixConfig, current string, log *logger) string {
 	return strings.TrimSpace(c.Hotfixes[parts[0]+"."+parts[1]])
 }
 
-// coldStartHotfixConfig: a top-level "hotfixes" map in the node config (§1.7).
+// coldStartHotfixConfig: a top-level "hotfixes" map in the node config (docs/REFERENCE.md, "Cold-start map").
 func coldStartHotfixConfig(path string) (map[string]string, bool, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -453,7 +453,7 @@ func coldStartHotfixConfig(path string) (map[string]string, bool, error) {
 }
 
 // ---------------------------------------------------------------------------------------
-// The workflow (§1.2, §1.7) and the guest-agent event (§3).
+// The workflow (docs/REFERENCE.md, "Algorithm", "Outcomes") and the guest-agent event.
 
 func checkHotfix(o opts, log *logger) (string, error) {
 	body, fetchErr := fetchLPS(o, log)

@@ -75,7 +75,7 @@ class GuestAgentEventTest : public ::testing::Test {
   std::optional<std::string> saved_tz_;
 };
 
-// --- §3 EventLogger_Log ---
+// --- AgentBaker's EventLogger_Log tests (docs/REFERENCE.md, "Guest-agent event format") ---
 
 TEST_F(GuestAgentEventTest, ReferenceEventLoggerLog) {
   TempDir dir;

@@ -36,7 +36,7 @@ std::string ParseError(std::string_view json) {
   return p.ok() ? "" : p.status().message();
 }
 
-// --- §1.14 ParseHotfixConfig ---
+// --- AgentBaker's ParseHotfixConfig tests ---
 
 TEST(ParseHotfixPointerTest, ParsesTheHotfixesObjectDirectly) {
   HotfixPointer p = Parsed(R"({"hotfixes":{"202604.01":"202604.01.1","202605.01":"202605.01.2"}})");
@@ -73,7 +73,7 @@ TEST(ParseHotfixPointerTest, SharesParserShapeWithDownloadHotfix) {
   EXPECT_EQ(from_file->scripts_version, "202604.01.7");
 }
 
-// --- Go encoding/json properties (§1.8) ---
+// --- Go encoding/json properties (docs/REFERENCE.md, "Served config") ---
 
 TEST(ParseHotfixPointerTest, MatchesKeysCaseInsensitively) {
   HotfixPointer p = Parsed(R"({"VERSION":"a","Scripts_Version":"b","HotFixes":{"k":"v"}})");
@@ -212,7 +212,7 @@ TEST(ParseHotfixPointerTest, TrimsUnicodeWhiteSpaceLikeGo) {
   EXPECT_EQ(Parsed("\xC2\x85\xC2\xA0"), HotfixPointer{});
 }
 
-// --- Serialisation (§1.9) ---
+// --- Serialisation (docs/REFERENCE.md, "The pointer file") ---
 
 TEST(SerializeHotfixPointerTest, CompactWithFieldsInReferenceOrder) {
   HotfixPointer p{"202604.01.5", "202604.01.7", {{"202605.01", "b"}, {"202604.01", "a"}}};
@@ -257,7 +257,7 @@ TEST(EscapeJsonLikeGoTest, LeavesEverythingElseAlone) {
   EXPECT_EQ(EscapeJsonLikeGo("\xE2\x80\xA7\xE2\x80\xAA"), "\xE2\x80\xA7\xE2\x80\xAA");
 }
 
-// --- §2.11 ReadHotfixConfig, plus read errors ---
+// --- AgentBaker's ReadHotfixConfig tests, plus read errors ---
 
 TEST(ReadHotfixPointerTest, MissingFileIsTheZeroPointer) {
   StatusOr<HotfixPointer> p = ReadHotfixPointer("/nonexistent/path");
@@ -340,7 +340,7 @@ TEST(ReadHotfixPointerTest, RefusesFilesOverOneMebibyte) {
   EXPECT_THAT(p.status().message(), HasSubstr("larger than 1048576 bytes"));
 }
 
-// --- §2.11 HotfixBaseFromVersion ---
+// --- AgentBaker's HotfixBaseFromVersion tests ---
 
 TEST(HotfixBaseFromVersionTest, ReferenceTable) {
   const std::pair<const char*, const char*> ok[] = {
@@ -368,7 +368,7 @@ TEST(HotfixBaseFromVersionTest, ErrorQuotesTheUntrimmedInputLikeGo) {
             R"(" is not in YYYYMM.DD.PATCH form)");
 }
 
-// --- §2.11 HotfixConfigResolveVersion ---
+// --- AgentBaker's HotfixConfigResolveVersion tests ---
 
 TEST(ResolveVersionTest, EmptyMapFallsBackToLegacyVersion) {
   EXPECT_EQ(ResolveVersion({"202604.01.1", "", {}}, "202604.01.0", NullLogger()), "202604.01.1");

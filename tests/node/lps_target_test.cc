@@ -38,7 +38,7 @@ std::string NbcContent(const std::string& fqdn, const std::string& ca_b64) {
          R"(" /usr/bin/nohup /bin/bash -c "/bin/bash /opt/azure/containers/provision_start.sh")";
 }
 
-// --- §1.14 LPSTargetFromNodeConfig ---
+// --- AgentBaker's LPSTargetFromNodeConfig tests ---
 
 TEST(ResolveLpsTargetTest, ReadsFqdnAndDecodesCaFromNodeConfig) {
   TempDir dir;
@@ -90,7 +90,7 @@ TEST(ResolveLpsTargetTest, MissingConfigAndMissingNbcCmdIsAnError) {
   EXPECT_THAT(t.status().message(), HasSubstr("No such file or directory"));
 }
 
-// --- §1.14 LPSTargetFromNBCCmd ---
+// --- AgentBaker's LPSTargetFromNBCCmd tests ---
 
 TEST(NbcFallbackTest, ReadsFqdnAndDecodesCa) {
   TempDir dir;
@@ -410,7 +410,7 @@ TEST(ParseNodeConfigFieldsTest, DeepNestingIsBoundedNotACrash) {
   EXPECT_EQ(ParseNodeConfigFields(deep).parse_error, "proto: exceeded max recursion depth");
 }
 
-// --- The cold-start source (§1.14 ColdStartHotfixConfig, §1.7) ---
+// --- The cold-start source (AgentBaker's ColdStartHotfixConfig tests; docs/REFERENCE.md) ---
 
 TEST(ReadColdStartHotfixesTest, MissingFileIsNotPresent) {
   StatusOr<std::optional<HotfixMap>> m = ReadColdStartHotfixes("/nonexistent/config.json");
@@ -465,7 +465,7 @@ TEST(ReadColdStartHotfixesTest, ReadErrorNamesThePath) {
               StartsWith("reading node config " + dir.File("config.json").string()));
 }
 
-// --- §1.3.2 host normalisation ---
+// --- Host normalisation (docs/REFERENCE.md, "Inputs") ---
 
 std::string DialTarget(std::string_view api_server_name) {
   return JoinHostPort(ApiServerHost(api_server_name), 443);

@@ -11,7 +11,7 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 using Vars = std::map<std::string, std::string>;
 
-// --- The reference's TestParseEnvVarsFromNBCCmdContent (§1.17) ---
+// --- AgentBaker's TestParseEnvVarsFromNBCCmdContent, row by row ---
 
 TEST(NbcCmdTest, SimpleUnquotedVars) {
   Vars got = ParseEnvVarsFromNbcCmd("ADMINUSER=azureuser KUBERNETES_VERSION=1.33.7 MOBY_VERSION=");
@@ -79,7 +79,7 @@ TEST(NbcCmdTest, SingleQuotedValuesKeepInnerDoubleQuotes) {
            R"(export HTTPS_PROXY="https://proxy:8443"; export http_proxy="http://proxy:8080";)"}}));
 }
 
-// --- The consequences listed in §1.3.1 ---
+// --- The scanner's consequences (docs/REFERENCE.md, "Inputs") ---
 
 TEST(NbcCmdTest, UnquotedValueEndsWhereAnAssignmentStarts) {
   EXPECT_EQ(ParseEnvVarsFromNbcCmd("X=abcFOO=bar"), (Vars{{"FOO", "bar"}, {"X", "abc"}}));

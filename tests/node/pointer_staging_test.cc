@@ -43,7 +43,7 @@ Deadline Soon() { return Deadline::After(std::chrono::seconds(5)); }
 const char kSeeded[] =
     R"({"version":"202604.01.5","scripts_version":"202604.01.7","hotfixes":{"202604.01":"202604.01.5"}})";
 
-// --- §1.14 WriteHotfixConfig_* ---
+// --- AgentBaker's WriteHotfixConfig_* tests ---
 
 TEST(StageHotfixesTest, ShapeOfANewFile) {
   TempDir dir;

@@ -14,7 +14,7 @@ struct GateCase {
   bool upgrade;
 };
 
-// Reference §2.11 ShouldUpgradeToHotfix, row by row.
+// AgentBaker's ShouldUpgradeToHotfix tests, row by row.
 TEST(ShouldUpgradeToHotfix, ReferenceTable) {
   const GateCase cases[] = {
       {"202604.01.0", "202604.01.1", true},    {"202604.01.0", "202604.01.2", true},
