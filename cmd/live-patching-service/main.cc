@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "service/control/rollout_edit.h"
 #include "service/control/rollout_tools.h"
+#include "service/identity/rate_limiter.h"
 #include "service/rollout/rollout.h"
 #include "service/server.h"
 #include "service/store/component_store.h"

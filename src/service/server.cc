@@ -2,23 +2,19 @@
 
 #include <google/protobuf/stubs/logging.h>
 
-#include <array>
 #include <atomic>
-#include <charconv>
-#include <cstdio>
-#include <functional>
-#include <mutex>
 #include <optional>
 
 #include "common/openssl.h"
-#include "grpc/health/v1/health.pb.h"
 #include "service/control/auto_halt_controller.h"
+#include "service/health.h"
 #include "service/identity/attestation_roots.h"
 #include "service/identity/node_identity.h"
 #include "service/identity/rate_limiter.h"
 #include "service/live_patching_service.h"
 #include "service/ops/metrics.h"
 #include "service/ops/prometheus_outcomes.h"
+#include "service/ops/transport_event_log.h"
 #include "service/recent_reports.h"
 #include "service/store/component_store.h"
 #include "service/transport/grpc_server.h"
@@ -29,11 +25,6 @@
 namespace hotfix::service {
 namespace {
 
-using wire::GrpcCode;
-
-constexpr char kHealthCheckPath[] = "/grpc.health.v1.Health/Check";
-// Limit events are logged at most this often per kind; the rest are counted in the line.
-constexpr int64_t kEventLogIntervalSeconds = 10;
 // Repeated reports dropped per replica: a node reports once per boot and result, so an hour
 // covers any client retry; 100,000 keys (about 10 MB) cover a fleet's boot storm.
 constexpr size_t kMaxRecentReports = 100000;
@@ -88,117 +79,7 @@ void ProtobufLogToJson(google::protobuf::LogLevel level, const char* file, int l
            {{"message", message}, {"source", std::string(file) + ":" + std::to_string(line)}});
 }
 
-std::string FormatRate(double rate) {
-  if (rate <= 0) return "unlimited";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g/s", rate);
-  return buf;
-}
-
-// grpc.health.v1.Health/Check, answered from one flag: "" and the service's own name are
-// SERVING while serving() says so; any other name is NOT_FOUND (as gRPC's default health
-// service answers). Watch is a streaming RPC no probe here uses: UNIMPLEMENTED.
-class HealthHandler final : public GrpcHandler {
- public:
-  explicit HealthHandler(std::function<bool()> serving) : serving_(std::move(serving)) {}
-
-  void Handle(const GrpcCall& call, GrpcReply* reply) override {
-    if (call.path != kHealthCheckPath) {
-      reply->code = GrpcCode::kUnimplemented;
-      reply->error_message = "this port serves grpc.health.v1.Health/Check only";
-      return;
-    }
-    grpc::health::v1::HealthCheckRequest request;
-    if (!request.ParseFromArray(call.message.data(), static_cast<int>(call.message.size()))) {
-      reply->code = GrpcCode::kInvalidArgument;
-      reply->error_message = "the request is not a HealthCheckRequest";
-      return;
-    }
-    if (!request.service().empty() && request.service() != kLivePatchingServiceName) {
-      reply->code = GrpcCode::kNotFound;
-      reply->error_message = "unknown service";
-      return;
-    }
-    grpc::health::v1::HealthCheckResponse response;
-    response.set_status(serving_() ? grpc::health::v1::HealthCheckResponse::SERVING
-                                   : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
-    response.SerializeToString(&reply->message);
-  }
-
- private:
-  std::function<bool()> serving_;
-};
-
-// The TLS port: health, and everything else to the service (which refuses unknown paths).
-class TlsPortHandler final : public GrpcHandler {
- public:
-  TlsPortHandler(HealthHandler* health, LivePatchingServiceImpl* service)
-      : health_(health), service_(service) {}
-  void Handle(const GrpcCall& call, GrpcReply* reply) override {
-    if (call.path == kHealthCheckPath) return health_->Handle(call, reply);
-    service_->Handle(call, reply);
-  }
-
- private:
-  HealthHandler* health_;
-  LivePatchingServiceImpl* service_;
-};
-
-// Transport events into the metrics, and into the log at most once per
-// kEventLogIntervalSeconds per kind (a flood of refused connections must not become a flood
-// of log lines), with how many were not logged since.
-class TransportEventLog final : public TransportEventSink {
- public:
-  TransportEventLog(Metrics* metrics, Logger* log) : metrics_(metrics), log_(log) {}
-
-  void OnTransportEvent(TransportEvent event, std::string_view peer,
-                        std::string_view detail) override {
-    metrics_->RecordTransportEvent(event);
-    if (event == TransportEvent::kAccepted || event == TransportEvent::kClosed) return;
-    auto index = static_cast<size_t>(event);
-    int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count();
-    int64_t last = last_logged_[index].load(std::memory_order_relaxed);
-    if (last != 0 && now - last < kEventLogIntervalSeconds) {
-      suppressed_[index].fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    if (!last_logged_[index].compare_exchange_strong(last, now)) {
-      suppressed_[index].fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-    uint64_t not_logged = suppressed_[index].exchange(0);
-    log_->Warn("connection limit", {{"event", TransportEventName(event)},
-                                    {"peer", std::string(peer)},
-                                    {"detail", std::string(detail)},
-                                    {"not_logged_since_last", static_cast<int64_t>(not_logged)}});
-  }
-
- private:
-  static constexpr size_t kKinds = static_cast<size_t>(TransportEvent::kCount);
-  Metrics* metrics_;
-  Logger* log_;
-  std::array<std::atomic<int64_t>, kKinds> last_logged_{};
-  std::array<std::atomic<uint64_t>, kKinds> suppressed_{};
-};
-
 }  // namespace
-
-StatusOr<double> ParseRatePerSecond(std::string_view text) {
-  std::string_view number = text;
-  if (number.size() >= 2 && number.substr(number.size() - 2) == "/s") {
-    number.remove_suffix(2);
-  }
-  double rate = 0;
-  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), rate);
-  if (number.empty() || ec != std::errc() || end != number.data() + number.size() || rate < 0 ||
-      !(rate < 1e9)) {
-    return Status::InvalidArgument("--rate-limit-per-node \"" + std::string(text) +
-                                   "\": want N/s with N >= 0, e.g. 5/s or 0.5/s");
-  }
-  return rate;
-}
 
 struct Server::Impl {
   ~Impl();

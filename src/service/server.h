@@ -89,7 +89,4 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-// "5/s", "0.5/s", "5": requests per second per node. InvalidArgument otherwise.
-StatusOr<double> ParseRatePerSecond(std::string_view text);
-
 }  // namespace hotfix::service

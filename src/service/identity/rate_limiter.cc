@@ -1,7 +1,9 @@
 #include "service/identity/rate_limiter.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <list>
 #include <mutex>
 #include <string>
@@ -102,6 +104,28 @@ std::unique_ptr<RateLimiter> NewTokenBucketLimiterWithClock(double rate_per_seco
 std::unique_ptr<RateLimiter> NewTokenBucketLimiter(double rate_per_second,
                                                    size_t max_tracked_keys) {
   return NewTokenBucketLimiterWithClock(rate_per_second, max_tracked_keys, nullptr);
+}
+
+StatusOr<double> ParseRatePerSecond(std::string_view text) {
+  std::string_view number = text;
+  if (number.size() >= 2 && number.substr(number.size() - 2) == "/s") {
+    number.remove_suffix(2);
+  }
+  double rate = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), rate);
+  if (number.empty() || ec != std::errc() || end != number.data() + number.size() || rate < 0 ||
+      !(rate < 1e9)) {
+    return Status::InvalidArgument("--rate-limit-per-node \"" + std::string(text) +
+                                   "\": want N/s with N >= 0, e.g. 5/s or 0.5/s");
+  }
+  return rate;
+}
+
+std::string FormatRate(double rate) {
+  if (rate <= 0) return "unlimited";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g/s", rate);
+  return buf;
 }
 
 }  // namespace hotfix::service

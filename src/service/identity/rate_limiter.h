@@ -5,7 +5,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
+
+#include "common/status.h"
 
 namespace hotfix::service {
 
@@ -30,5 +33,11 @@ std::unique_ptr<RateLimiter> NewTokenBucketLimiter(double rate_per_second,
 using SteadyNow = std::function<std::chrono::steady_clock::time_point()>;
 std::unique_ptr<RateLimiter> NewTokenBucketLimiterWithClock(double rate_per_second,
                                                             size_t max_tracked_keys, SteadyNow now);
+
+// --rate-limit-per-node's text: "5/s", "0.5/s", "5": requests per second per node.
+// InvalidArgument otherwise.
+StatusOr<double> ParseRatePerSecond(std::string_view text);
+// The same rate as the start line says it: "5/s", or "unlimited" for 0.
+std::string FormatRate(double rate);
 
 }  // namespace hotfix::service

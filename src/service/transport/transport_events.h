@@ -33,8 +33,8 @@ enum class TransportEvent {
 // "accepted", "shed_max_connections", ...: the metric label and log spelling.
 const char* TransportEventName(TransportEvent event);
 
-// Where the transport reports its events (the server counts and logs them: server.cc,
-// TransportEventLog). Called on the event loops' threads.
+// Where the transport reports its events (the server counts and logs them:
+// ops/transport_event_log.h). Called on the event loops' threads.
 class TransportEventSink {
  public:
   virtual ~TransportEventSink() = default;
