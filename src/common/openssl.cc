@@ -62,6 +62,17 @@ StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem) {
   return certs;
 }
 
+std::optional<Sha256Digest> Sha256(const EVP_MD* sha256, std::string_view bytes) {
+  Sha256Digest digest;
+  unsigned int len = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &len, sha256, nullptr) != 1 ||
+      len != digest.size()) {
+    ERR_clear_error();
+    return std::nullopt;
+  }
+  return digest;
+}
+
 std::string Sha256Hex(std::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;

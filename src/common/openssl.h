@@ -8,7 +8,9 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,5 +57,11 @@ StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem);
 
 // SHA-256 of bytes as 64 lower-case hex digits ("" only if libcrypto itself fails).
 std::string Sha256Hex(std::string_view bytes);
+
+// SHA-256 of bytes with `sha256` fetched once by the caller (EVP_MD_fetch): an implicit fetch
+// per digest costs a provider lookup, which the identity's hot path does not pay. nullopt
+// only if libcrypto itself fails (its error queue then cleared).
+using Sha256Digest = std::array<unsigned char, 32>;
+std::optional<Sha256Digest> Sha256(const EVP_MD* sha256, std::string_view bytes);
 
 }  // namespace hotfix::ossl

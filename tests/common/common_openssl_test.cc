@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/text.h"
 #include "test_ca_pem.h"
 
 namespace hotfix::ossl {
 namespace {
 
+using ::hotfix::kLowerHexDigits;
 using unittest::kCaOne;
 using unittest::kCaTwo;
 
@@ -60,6 +62,22 @@ TEST(ParsePemCertificatesTest, NoCertificateIsInvalidArgument) {
     EXPECT_EQ(certs.status().message(), "no PEM certificate found");
     EXPECT_EQ(ERR_peek_error(), 0u);
   }
+}
+
+// FIPS 180-2's "abc" vector, both ways, and the digest a caller fetched once.
+TEST(Sha256Test, TheStandardVector) {
+  constexpr char kAbc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+  EXPECT_EQ(Sha256Hex("abc"), kAbc);
+  MdPtr sha256(EVP_MD_fetch(nullptr, "SHA256", nullptr));
+  ASSERT_NE(sha256, nullptr);
+  std::optional<Sha256Digest> digest = Sha256(sha256.get(), "abc");
+  ASSERT_TRUE(digest.has_value());
+  std::string hex;
+  for (unsigned char b : *digest) {
+    hex.push_back(kLowerHexDigits[b >> 4]);
+    hex.push_back(kLowerHexDigits[b & 0xf]);
+  }
+  EXPECT_EQ(hex, kAbc);
 }
 
 TEST(DrainErrorsTest, FallbackOnlyWhenNothingIsQueued) {

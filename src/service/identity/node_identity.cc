@@ -59,7 +59,7 @@ class AttestedDocumentAuthenticator : public Authenticator {
           Status::InvalidArgument("authorization metadata is " + std::to_string(token.size()) +
                                   " bytes, over " + std::to_string(options_.max_token_bytes)));
     }
-    std::optional<Digest> digest = Sha256(token);
+    std::optional<Digest> digest = ossl::Sha256(sha256_.get(), token);
     if (!digest) return Fail(IdentityFailure::kMalformed, Status::Internal("SHA-256 failed"));
     const TimePoint now = options_.clock();
     if (std::optional<AuthResult> cached = FromCache(*digest, now)) return *cached;
@@ -99,17 +99,6 @@ class AttestedDocumentAuthenticator : public Authenticator {
   }
 
  private:
-  std::optional<Digest> Sha256(std::string_view token) const {
-    Digest digest;
-    unsigned int len = 0;
-    if (EVP_Digest(token.data(), token.size(), digest.data(), &len, sha256_.get(), nullptr) != 1 ||
-        len != digest.size()) {
-      ERR_clear_error();
-      return std::nullopt;
-    }
-    return digest;
-  }
-
   // A fresh entry is the identity; an entry past its document's expiry is kExpired without
   // another verification. Anything else (no entry; the signer certificate ran out first)
   // goes to the full check.

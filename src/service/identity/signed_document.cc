@@ -351,17 +351,6 @@ SignedDocument SignedDocumentVerifier::Verify(std::string_view der, TimePoint no
   return signed_doc;
 }
 
-std::optional<CertDigest> SignedDocumentVerifier::Sha256(std::string_view bytes) const {
-  CertDigest digest;
-  unsigned int len = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &len, sha256_.get(), nullptr) != 1 ||
-      len != digest.size()) {
-    ERR_clear_error();
-    return std::nullopt;
-  }
-  return digest;
-}
-
 namespace {
 
 // The document without its certificate, parsed, and `cert` as the stack its signer is looked
@@ -396,7 +385,7 @@ std::optional<SignedDocument> SignedDocumentVerifier::AnswerFromKeptCertificate(
   if (signers_.capacity() == 0 && !refused_signers_) return std::nullopt;
   std::optional<SplitSignedData> split = SplitOffCertificate(der);
   if (!split) return std::nullopt;
-  std::optional<CertDigest> digest = Sha256(split->certificate);
+  std::optional<CertDigest> digest = ossl::Sha256(sha256_.get(), split->certificate);
   if (!digest) return std::nullopt;
   if (std::shared_ptr<const CachedSigner> signer = signers_.Find(*digest)) {
     return VerifyWithCachedSigner(*split, *digest, std::move(signer));
@@ -484,7 +473,8 @@ void SignedDocumentVerifier::RememberSigner(PKCS7* p7, const SignedDocument& sig
   entry->cert.reset(cert);
   entry->subject = signed_doc.signer_subject;
   entry->not_after = signed_doc.signer_not_after;
-  if (std::optional<CertDigest> digest = Sha256(entry->der)) signers_.Insert(*digest, entry);
+  if (std::optional<CertDigest> digest = ossl::Sha256(sha256_.get(), entry->der))
+    signers_.Insert(*digest, entry);
   ERR_clear_error();
 }
 
@@ -515,7 +505,7 @@ void SignedDocumentVerifier::RememberRefusedSigner(PKCS7* p7, const SignedDocume
   entry->cert.reset(cert);
   entry->failure = signed_doc.failure;
   entry->error = signed_doc.error;
-  if (std::optional<CertDigest> digest = Sha256(entry->der)) {
+  if (std::optional<CertDigest> digest = ossl::Sha256(sha256_.get(), entry->der)) {
     refused_signers_->Insert(*digest, std::move(entry), now);
   }
   ERR_clear_error();

@@ -77,7 +77,6 @@ class SignedDocumentVerifier {
 
   SignedDocumentVerifier(ossl::StorePtr roots, const AttestedDocumentOptions& options,
                          ossl::MdPtr sha256);
-  std::optional<CertDigest> Sha256(std::string_view bytes) const;
   std::optional<SignedDocument> AnswerFromKeptCertificate(std::string_view der, TimePoint now);
   std::optional<SignedDocument> VerifyWithCachedSigner(const SplitSignedData& split,
                                                        const CertDigest& digest,
