@@ -1,3 +1,4 @@
+#include "authenticate_and_admit.h"
 #include "service/identity/attestation_roots.h"
 
 #include <gtest/gtest.h>
@@ -16,13 +17,6 @@ using testsupport::CertAndKey;
 using testsupport::IssueImdsSigner;
 using testsupport::TempDir;
 using testsupport::TestCa;
-
-// As the service calls it for a call it lets in: the identity is admitted (cached).
-AuthResult AuthenticateAndAdmit(Authenticator& auth, std::string_view token) {
-  AuthResult result = auth.Authenticate(token);
-  if (result.ok() && result.remember) auth.Admit(result.identity, *result.remember);
-  return result;
-}
 
 class AttestationRootsTest : public testing::Test {
  protected:
