@@ -41,15 +41,7 @@ Status AttestationRoots::Build() {
   if (!auth.ok()) return auth.status().Annotate(flag + " " + path_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (current_) {
-      const AuthenticatorStats old = current_->stats();
-      retired_.verifications += old.verifications;
-      retired_.cache_hits += old.cache_hits;
-      retired_.cache_evictions += old.cache_evictions;
-      retired_.signer_cache_hits += old.signer_cache_hits;
-      retired_.refusal_cache_hits += old.refusal_cache_hits;
-      retired_.signer_refusal_cache_hits += old.signer_refusal_cache_hits;
-    }
+    if (current_) AddCounters(current_->stats(), &retired_);
     current_ = std::move(*auth);
   }
   not_after_.store(earliest, std::memory_order_relaxed);
@@ -74,12 +66,7 @@ void AttestationRoots::Admit(const NodeIdentity& identity, const IdentityCacheTi
 AuthenticatorStats AttestationRoots::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   AuthenticatorStats s = current_->stats();
-  s.verifications += retired_.verifications;
-  s.cache_hits += retired_.cache_hits;
-  s.cache_evictions += retired_.cache_evictions;
-  s.signer_cache_hits += retired_.signer_cache_hits;
-  s.refusal_cache_hits += retired_.refusal_cache_hits;
-  s.signer_refusal_cache_hits += retired_.signer_refusal_cache_hits;
+  AddCounters(retired_, &s);
   return s;
 }
 

@@ -168,6 +168,15 @@ class InsecureAnyTokenAuthenticator : public Authenticator {
 
 }  // namespace
 
+void AddCounters(const AuthenticatorStats& from, AuthenticatorStats* to) {
+  to->verifications += from.verifications;
+  to->cache_hits += from.cache_hits;
+  to->cache_evictions += from.cache_evictions;
+  to->signer_cache_hits += from.signer_cache_hits;
+  to->signer_refusal_cache_hits += from.signer_refusal_cache_hits;
+  to->refusal_cache_hits += from.refusal_cache_hits;
+}
+
 const char* IdentityFailureName(IdentityFailure failure) {
   switch (failure) {
     case IdentityFailure::kMissing:

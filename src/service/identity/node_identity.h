@@ -74,6 +74,9 @@ struct AuthenticatorStats {
   // without another check.
   uint64_t refusal_cache_hits = 0;
 };
+// Adds `from`'s counters (not its gauges, the *_entries) to `to`'s: a reload's retired
+// authenticator keeps counting in the metrics (attestation_roots.h).
+void AddCounters(const AuthenticatorStats& from, AuthenticatorStats* to);
 
 class Authenticator {
  public:

@@ -486,19 +486,17 @@ void SignedDocumentVerifier::RememberSigner(PKCS7* p7, const SignedDocument& sig
 // are not kept: the table's memory is the attacker's choice of certificate otherwise.
 void SignedDocumentVerifier::RememberRefusedSigner(PKCS7* p7, const SignedDocument& signed_doc,
                                                    TimePoint now) {
-  if (!refused_signers_ || sk_X509_num(p7->d.sign->cert) != 1 ||
-      i2d_X509(sk_X509_value(p7->d.sign->cert, 0), nullptr) > kMaxRefusedSignerBytes) {
-    return;
-  }
+  if (!refused_signers_ || sk_X509_num(p7->d.sign->cert) != 1) return;
+  X509* cert = sk_X509_value(p7->d.sign->cert, 0);
+  auto entry = std::make_shared<RefusedSigner>();
+  entry->der = DerOf(cert);  // encoded once: its size decides, and it is what is kept
+  if (entry->der.empty() || entry->der.size() > kMaxRefusedSignerBytes) return;
   std::optional<ChainCheck> chain = CheckChainOfOnlyCertificate(p7, roots_.get());
   if (!chain || chain->verified ||
       X509_STORE_CTX_get_error(chain->ctx.get()) == X509_V_ERR_CERT_NOT_YET_VALID) {
     return;
   }
-  auto entry = std::make_shared<RefusedSigner>();
-  X509* cert = sk_X509_value(p7->d.sign->cert, 0);
-  entry->der = DerOf(cert);
-  if (entry->der.empty() || X509_up_ref(cert) != 1) {
+  if (X509_up_ref(cert) != 1) {
     ERR_clear_error();
     return;
   }

@@ -65,7 +65,7 @@ class SignedDocumentVerifier {
   // IMDS's signer certificate is under 2 KiB; each refused one kept costs about three times
   // its size (its DER twice, as kept and in the parsed certificate, and the parsed fields), so
   // 256 slots hold at most about 6 MiB.
-  static constexpr int kMaxRefusedSignerBytes = 8 * 1024;
+  static constexpr size_t kMaxRefusedSignerBytes = 8 * 1024;
   // A signer certificate whose chain failed, and the full check's refusal of its document.
   struct RefusedSigner {
     ossl::X509Ptr cert;  // parsed once, for the envelope checks of later documents
