@@ -332,6 +332,7 @@ struct Flags {
   std::string testing_response_delay = "0";
   std::string auto_halt_interval = "30s";
   std::string max_token_age = "10m";
+  std::string refusal_window = "10s";
   std::string memory_limit;
   std::string log_level = "info";
   int old_tls_refresh_s = -1;
@@ -410,6 +411,15 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "proxy's); more are closed at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  app.add_option("--max-refusals-per-peer", c.max_refusals_per_peer,
+                 "with --proxy-protocol: a source address whose callers were refused this many "
+                 "times within --refusal-window has its next connections closed before TLS until "
+                 "the window ends (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--refusal-window", f.refusal_window,
+                 "the window of --max-refusals-per-peer (1s to 1h)")
+      ->capture_default_str();
   app.add_option("--shutdown-grace", f.shutdown_grace,
                  "on SIGTERM, how long in-flight calls may take before they are cancelled "
                  "(0 to 1h)")
@@ -492,6 +502,9 @@ hotfix::Status ApplyDurationsAndSizes(const CLI::App& app, Flags& f) {
   auto age = DurationFlag("--max-token-age", f.max_token_age, seconds(0), hours(6));
   if (!age.ok()) return age.status();
   c.max_token_age = std::chrono::duration_cast<seconds>(*age);
+  auto window = DurationFlag("--refusal-window", f.refusal_window, seconds(1), hours(1));
+  if (!window.ok()) return window.status();
+  c.refusal_window = *window;
   if (!f.memory_limit.empty()) {
     auto bytes = hotfix::service::ParseByteSize(f.memory_limit);
     if (!bytes.ok()) return bytes.status().Annotate("--memory-limit");

@@ -244,6 +244,8 @@ Status Server::Impl::StartGrpc() {
   options.threads = config.threads;
   options.max_connections = max_connections;
   options.max_connections_per_peer = config.max_connections_per_peer;
+  options.refused_peers.max_refusals = config.max_refusals_per_peer;
+  options.refused_peers.window = config.refusal_window;
   options.events = events.get();
   options.log = log;
   auto server = GrpcServer::Start(std::move(options));
@@ -364,7 +366,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
        {"memory_limit_from", impl->memory_limit_from},
        {"connection_worst_case_bytes", static_cast<int64_t>(WorstCaseConnectionBytes(H2Limits{}))},
        {"kept_request_bytes_budget", static_cast<int64_t>(impl->kept_bytes->limit())},
-       {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)}});
+       {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)},
+       {"max_refusals_per_peer",
+        c.proxy_protocol ? static_cast<int64_t>(c.max_refusals_per_peer) : int64_t{0}},
+       {"refusal_window_ms", static_cast<int64_t>(c.refusal_window.count())}});
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -58,6 +58,10 @@ struct ServerConfig {
   // cgroup's limit, if there is one.
   uint64_t memory_limit = 0;
   size_t max_connections_per_peer = 512;  // per source address (behind a proxy: the proxy)
+  // With proxy_protocol: an address refused this many times within refusal_window is shed
+  // before TLS for the rest of that window (refused_peers.h). 0: never.
+  uint32_t max_refusals_per_peer = 10;
+  std::chrono::milliseconds refusal_window{10000};
   // A test hook (hidden flag): hold every answer this long, so a drain has a call in flight.
   std::chrono::milliseconds testing_response_delay{0};
 };

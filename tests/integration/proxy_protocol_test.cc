@@ -105,6 +105,21 @@ class NodeConnection {
            static_cast<int>(bytes.size());
   }
 
+  // Reads until the other end closes the connection (with or without close_notify: OpenSSL 3
+  // calls the latter an unexpected EOF): true; false after 10 s of silence (SO_RCVTIMEO).
+  bool ReadsToTheEnd() {
+    char buf[4096];
+    for (;;) {
+      errno = 0;
+      int n = SSL_read(ssl_, buf, sizeof buf);
+      if (n > 0) continue;
+      const bool timed_out =
+          SSL_get_error(ssl_, n) == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EWOULDBLOCK);
+      ERR_clear_error();
+      return !timed_out;
+    }
+  }
+
  private:
   NodeConnection() = default;
   int fd_ = -1;
@@ -181,6 +196,43 @@ TEST_P(ProxyProtocolTest, PerPeerLimitAndAccessLogSeeTheNodesAddress) {
   EXPECT_THAT(access[0]["peer"].get<std::string>(), ::testing::StartsWith("ipv4:127.0.0.3:"));
   EXPECT_EQ(access[0]["cluster"], kApiserverFqdn);
   EXPECT_EQ(Event("proxy_header_invalid"), 0.0);
+}
+
+// A node whose calls are refused (a token that is no attested document) gets
+// --max-refusals-per-peer answers, each ending its connection; its next connection is closed
+// right after its PROXY header, before TLS, counted as shed_refused_peer, while another node's
+// is served. (The window's end is tested in service_refused_peers_test, on a clock of its own.)
+TEST_P(ProxyProtocolTest, APeerRefusedTooOftenIsShedBeforeTls) {
+  Start({"--proxy-protocol", "--max-refusals-per-peer", "2", "--refusal-window", "1h"});
+  for (int i = 0; i < 2; ++i) {
+    std::unique_ptr<NodeConnection> refused = Node("127.0.0.2");
+    ASSERT_NE(refused, nullptr) << "refusal " << i + 1 << " of 2 must still be answered";
+    ASSERT_TRUE(refused->Call("not-an-attested-document"));
+    EXPECT_TRUE(refused->ReadsToTheEnd()) << "the refusal did not end the connection";
+  }
+  EXPECT_EQ(Node("127.0.0.2"), nullptr) << "a third connection from 127.0.0.2 got a handshake";
+  WaitFor([&] { return Event("shed_refused_peer") == 1.0; }, kGenerous);
+  EXPECT_EQ(Event("shed_refused_peer"), 1.0);
+  EXPECT_EQ(Event("handshake_failed"), 0.0) << "the shed connection reached TLS";
+
+  std::unique_ptr<NodeConnection> other = Node("127.0.0.3");
+  ASSERT_NE(other, nullptr) << "127.0.0.3 was shed for 127.0.0.2's refusals";
+  ASSERT_TRUE(other->Call(files_.Token()));
+  WaitFor([&] { return lps_->AccessLog().size() == 3; }, kGenerous);
+  std::vector<nlohmann::json> access = lps_->AccessLog();
+  ASSERT_EQ(access.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(access[i]["code"], "UNAUTHENTICATED");
+    EXPECT_THAT(access[i]["peer"].get<std::string>(), ::testing::StartsWith("ipv4:127.0.0.2:"));
+  }
+  EXPECT_EQ(access[2]["code"], "OK");
+  EXPECT_THAT(access[2]["peer"].get<std::string>(), ::testing::StartsWith("ipv4:127.0.0.3:"));
+  bool logged = false;
+  for (const auto& line : lps_->LogLines()) {
+    logged |= line.value("event", "") == "shed_refused_peer" &&
+              line.value("peer", "").rfind("ipv4:127.0.0.2:", 0) == 0;
+  }
+  EXPECT_TRUE(logged) << "no WARN line naming the shed peer";
 }
 
 // The header is required: a client that reaches the service directly, without one, is refused

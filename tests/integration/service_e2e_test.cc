@@ -889,6 +889,8 @@ TEST(LiveServiceCliTest, HelpListsEveryFlag) {
                            "--attestation-issuers",
                            "--allowed-authorities",
                            "--proxy-protocol",
+                           "--max-refusals-per-peer",
+                           "--refusal-window",
                            "--version"}) {
     EXPECT_THAT(r.stdout_text, HasSubstr(flag));
   }
@@ -912,6 +914,7 @@ TEST(LiveServiceCliTest, DurationsSizesAndLevelsAreUsageErrorsWhenMalformed) {
       {{"--shutdown-grace", "2h"}, "--shutdown-grace: duration \"2h\": want 0s to 1h"},
       {{"--refresh-interval", "1500ms"}, "--refresh-interval 1500ms: want whole seconds"},
       {{"--auto-halt-interval", "2h"}, "want 1s to 1h"},
+      {{"--refusal-window", "500ms"}, "--refusal-window: duration \"500ms\": want 1s to 1h"},
       {{"--memory-limit", "lots"}, "--memory-limit: \"lots\": want a size such as 256Mi"},
       {{"--log-level", "chatty"}, "--log-level: log level \"chatty\""},
       {{"--shutdown-grace", "1s", "--shutdown-grace-seconds", "1"},

@@ -99,18 +99,18 @@ StatusOr<UniqueFd> BindListener(const ListenerSpec& spec, uint16_t* port) {
 }
 
 // gRPC's peer spelling, which the access log has always used: "ipv4:10.0.0.1:5000",
-// "ipv6:[::1]:5000". bucket_key is the address alone.
-std::string PeerName(const sockaddr_storage& addr, std::string* bucket_key) {
+// "ipv6:[::1]:5000". address: the address alone, its bytes.
+std::string PeerName(const sockaddr_storage& addr, std::string* address) {
   char text[INET6_ADDRSTRLEN] = "?";
   if (addr.ss_family == AF_INET) {
     const auto& in = reinterpret_cast<const sockaddr_in&>(addr);
     inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
-    bucket_key->assign(reinterpret_cast<const char*>(&in.sin_addr), sizeof in.sin_addr);
+    address->assign(reinterpret_cast<const char*>(&in.sin_addr), sizeof in.sin_addr);
     return std::string("ipv4:") + text + ":" + std::to_string(ntohs(in.sin_port));
   }
   const auto& in6 = reinterpret_cast<const sockaddr_in6&>(addr);
   inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof text);
-  bucket_key->assign(reinterpret_cast<const char*>(&in6.sin6_addr), sizeof in6.sin6_addr);
+  address->assign(reinterpret_cast<const char*>(&in6.sin6_addr), sizeof in6.sin6_addr);
   return std::string("ipv6:[") + text + "]:" + std::to_string(ntohs(in6.sin6_port));
 }
 
@@ -138,6 +138,7 @@ struct GrpcServer::Impl {
   std::atomic<size_t> connections{0};
   std::array<std::atomic<uint32_t>, kPeerBuckets> peer_counts{};
   std::atomic<bool> fd_exhausted{false};
+  std::unique_ptr<RefusedPeers> refused_peers;
   // A descriptor held in reserve: closed to accept-and-shed one connection when accept()
   // fails with EMFILE, so the backlog drains instead of spinning the loop.
   std::mutex reserve_mu;
@@ -149,8 +150,8 @@ struct GrpcServer::Impl {
   void ShedWithReserve(int listen_fd);
   // Counts a connection against its source address's bucket; false (reported, uncounted)
   // past max_connections_per_peer.
-  bool AdmitPeer(const std::string& bucket_key, const std::string& peer, size_t* bucket) {
-    *bucket = std::hash<std::string>()(bucket_key) % kPeerBuckets;
+  bool AdmitPeer(const std::string& address, const std::string& peer, size_t* bucket) {
+    *bucket = std::hash<std::string>()(address) % kPeerBuckets;
     if (peer_counts[*bucket].fetch_add(1) >= options.max_connections_per_peer) {
       peer_counts[*bucket].fetch_sub(1);
       Report(TransportEvent::kShedPerPeer, peer);
@@ -189,10 +190,11 @@ class GrpcServer::Impl::Loop {
     std::string peer;
     size_t peer_bucket = 0;
     bool peer_counted = false;  // in server_->peer_counts[peer_bucket]
-    // --proxy-protocol: the header read so far, and the proxy's own address key until then.
+    // --proxy-protocol: the header read so far, and the peer's address (bytes): the proxy's
+    // until the header names the node.
     bool awaiting_proxy_header = false;
     std::string proxy_header;
-    std::string bucket_key;
+    std::string address;
     std::unique_ptr<H2Session> session;
     std::string out;  // bytes owed to the peer, from out_offset on
     size_t out_offset = 0;
@@ -371,8 +373,8 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     }
     UniqueFd owned(fd);
     server.fd_exhausted.store(false);
-    std::string bucket_key;
-    std::string peer = PeerName(addr, &bucket_key);
+    std::string address;
+    std::string peer = PeerName(addr, &address);
     if (server.connections.load() >= server.max_connections) {
       server.Report(TransportEvent::kShedMaxConnections, peer);
       continue;  // closed by owned
@@ -380,7 +382,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     // Behind a proxy every connection comes from the proxy: the peer is known, and counted,
     // once its PROXY header says who it is.
     size_t bucket = 0;
-    if (!listener->proxy_protocol && !server.AdmitPeer(bucket_key, peer, &bucket)) continue;
+    if (!listener->proxy_protocol && !server.AdmitPeer(address, peer, &bucket)) continue;
     server.connections.fetch_add(1);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -403,7 +405,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     c->handshake_deadline = SteadyClock::now() + server.options.handshake_timeout;
     if (listener->proxy_protocol) {
       c->awaiting_proxy_header = true;
-      c->bucket_key = std::move(bucket_key);
+      c->address = std::move(address);
       continue;  // EPOLLIN: ReadProxyHeader
     }
     StartTls(c);
@@ -420,9 +422,13 @@ void GrpcServer::Impl::Loop::ReadProxyHeader(Connection* conn) {
       return;
     }
     if (h.state == ProxyHeader::kComplete) {
-      std::string key = std::move(conn->bucket_key);
-      if (h.source) conn->peer = PeerName(*h.source, &key);
-      if (!server_->AdmitPeer(key, conn->peer, &conn->peer_bucket)) {
+      if (h.source) conn->peer = PeerName(*h.source, &conn->address);
+      if (server_->refused_peers->Shed(conn->address, SteadyClock::now())) {
+        server_->Report(TransportEvent::kShedRefusedPeer, conn->peer);
+        Close(conn);
+        return;
+      }
+      if (!server_->AdmitPeer(conn->address, conn->peer, &conn->peer_bucket)) {
         Close(conn);
         return;
       }
@@ -667,6 +673,9 @@ void GrpcServer::Impl::Loop::UpdateInterest(Connection* conn, bool want_out) {
 
 void GrpcServer::Impl::Loop::Close(Connection* conn) {
   server_->Report(TransportEvent::kClosed, conn->peer);
+  if (conn->listener->proxy_protocol && conn->session && conn->session->closed_by_reply()) {
+    server_->refused_peers->Record(conn->address, SteadyClock::now());
+  }
   if (conn->peer_counted) server_->peer_counts[conn->peer_bucket].fetch_sub(1);
   server_->connections.fetch_sub(1);
   // No EPOLL_CTL_DEL: the descriptor is never duplicated, so closing it removes it from the
@@ -717,6 +726,7 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   GrpcServerOptions& o = impl->options;
+  impl->refused_peers = std::make_unique<RefusedPeers>(o.refused_peers);
   for (const ListenerSpec& spec : o.listeners) {
     if (spec.tls && o.tls == nullptr) return Status::Internal("a TLS listener needs a context");
     auto listener = std::make_unique<Listener>();

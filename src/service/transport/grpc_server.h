@@ -12,7 +12,8 @@
 // max_connections_per_peer for one source address, a new connection is accepted and closed at
 // once (counted, never blocking the listener); when accept() fails for lack of file
 // descriptors, one connection is shed with a reserved descriptor, the listener keeps
-// accepting, and accepting() says false until an accept succeeds again.
+// accepting, and accepting() says false until an accept succeeds again. Behind a PROXY header,
+// an address whose callers keep being refused is shed before the handshake (refused_peers).
 #pragma once
 
 #include <atomic>
@@ -26,6 +27,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "service/transport/h2_session.h"
+#include "service/transport/refused_peers.h"
 #include "service/transport/tls_server_context.h"
 
 namespace hotfix::service {
@@ -57,6 +59,10 @@ struct GrpcServerOptions {
   // 0: the file-descriptor limit less a reserve (RLIMIT_NOFILE is raised to its hard limit).
   size_t max_connections = 0;
   size_t max_connections_per_peer = 512;
+  // On listeners with proxy_protocol only (elsewhere the peer is the proxy): an address whose
+  // callers were refused max_refusals times in a window has its next connections closed after
+  // their PROXY header, before TLS, until the window ends (refused_peers.h).
+  RefusedPeerLimit refused_peers;
   std::chrono::milliseconds handshake_timeout{10000};
   // The request bytes all connections' streams may keep at once (kept_bytes_budget.h);
   // borrowed, must outlive the server; null: no budget beyond each connection's own limits.

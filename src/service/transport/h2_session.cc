@@ -547,7 +547,10 @@ void H2Session::Respond(Stream* stream, GrpcReply reply) {
   // GOAWAY naming this stream as the last: streams the peer opened after it are unprocessed
   // by the protocol's own rule (RFC 9113, section 6.8), so a client retries them on a new
   // connection; earlier ones still open finish.
-  if (reply.close_connection) ShutdownAfter(stream->id);
+  if (reply.close_connection) {
+    closed_by_reply_ = true;
+    ShutdownAfter(stream->id);
+  }
   // The request is no longer needed; only the response stays until the stream closes.
   stream->body.clear();
   stream->body.shrink_to_fit();

@@ -87,7 +87,8 @@ struct GrpcReply {
   // After this answer the connection is done: GOAWAY, no later stream of it reaches the
   // handler (REFUSED_STREAM, which a client retries elsewhere), and it closes once the answer
   // is out. For refusals of the caller's identity: a node makes one call per connection, so a
-  // peer that is refused gets one answer per connection it pays a handshake for.
+  // peer that is refused gets one answer per connection it pays a handshake for; the server
+  // counts the connection against its peer's address (refused_peers.h).
   bool close_connection = false;
 };
 
@@ -140,6 +141,9 @@ class H2Session {
   bool Finished() const;
   // Streams opened and not yet closed.
   size_t open_streams() const;
+  // A reply asked for the connection's end (GrpcReply::close_connection): its caller was
+  // refused.
+  bool closed_by_reply() const { return closed_by_reply_; }
 
  private:
   // GOAWAY with this last stream: later ones are refused (REFUSED_STREAM), earlier ones finish.
@@ -170,6 +174,7 @@ class H2Session {
   uint64_t streams_started_ = 0;
   uint32_t streams_open_ = 0;
   bool goaway_sent_ = false;
+  bool closed_by_reply_ = false;
   bool peer_goaway_ = false;  // the peer is leaving: the end of the session is not an error
   int32_t goaway_last_stream_id_ = 0;  // the last stream our GOAWAY lets finish
   TokenBucket control_;

@@ -12,6 +12,8 @@ const char* TransportEventName(TransportEvent event) {
       return "shed_max_connections";
     case TransportEvent::kShedPerPeer:
       return "shed_per_peer";
+    case TransportEvent::kShedRefusedPeer:
+      return "shed_refused_peer";
     case TransportEvent::kShedFdExhausted:
       return "shed_fd_exhausted";
     case TransportEvent::kHandshakeFailed:

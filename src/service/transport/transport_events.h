@@ -12,6 +12,7 @@ enum class TransportEvent {
   kClosed,               // a kept connection closed, for whatever reason
   kShedMaxConnections,   // accepted and closed at once: --max-connections reached
   kShedPerPeer,          // accepted and closed at once: --max-connections-per-peer reached
+  kShedRefusedPeer,      // closed after its PROXY header: its address's callers refused lately
   kShedFdExhausted,      // accept failed for lack of file descriptors; one connection shed
   kHandshakeFailed,      // TLS failed (not TLS, no h2 in ALPN, bad ClientHello)
   kHandshakeTimeout,     // TLS not finished within the handshake timeout
