@@ -51,12 +51,15 @@ stack_start_apiserver() {
   pids+=($!)
 }
 
-# stack_start_haproxy FRONT_PORT SERVICE_PORT APISERVER_PORT LOG: deploy/haproxy/haproxy.cfg,
-# without its PROXY protocol header (LP_NO_PROXY_PROTOCOL): the grpc-go reference behind the
-# same config cannot read one, and both servers must be measured alike.
+# stack_start_haproxy FRONT_PORT SERVICE_PORT APISERVER_PORT LOG [send-proxy]:
+# deploy/haproxy/haproxy.cfg, without its PROXY protocol header (LP_NO_PROXY_PROTOCOL): the
+# grpc-go reference behind the same config cannot read one, and both servers must be measured
+# alike. send-proxy: with it, as shipped (a live-patching-service run with --proxy-protocol).
 stack_start_haproxy() {
-  LP_FRONTEND_BIND="127.0.0.1:$1" LP_SERVICE_ADDR="127.0.0.1:$2" LP_NO_PROXY_PROTOCOL=1 \
-    LP_APISERVER_ADDR="127.0.0.1:$3" haproxy -db -f deploy/haproxy/haproxy.cfg >"$4" 2>&1 &
+  local -a env=(LP_FRONTEND_BIND="127.0.0.1:$1" LP_SERVICE_ADDR="127.0.0.1:$2"
+    LP_APISERVER_ADDR="127.0.0.1:$3")
+  [[ ${5:-} == send-proxy ]] || env+=(LP_NO_PROXY_PROTOCOL=1)
+  env "${env[@]}" haproxy -db -f deploy/haproxy/haproxy.cfg >"$4" 2>&1 &
   pids+=($!)
 }
 
