@@ -3,7 +3,9 @@
 //
 // `live-patching-service validate | plan | simulate ...` are the operator's tools for staged
 // rollouts (docs/ROLLOUTS.md): they read a component folder and never serve. Their logic is
-// in src/service/control/rollout_tools.h; here only their flags and printing.
+// in src/service/control/ (validate.h, plan.h, fleet.h, simulate.h, rollout_edit.h); here
+// their flags, the choice of inputs they name (simulate's fleet from --nodes or --random),
+// and their printing.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -19,8 +21,11 @@
 #include "common/duration.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "service/control/fleet.h"
+#include "service/control/plan.h"
 #include "service/control/rollout_edit.h"
-#include "service/control/rollout_tools.h"
+#include "service/control/simulate.h"
+#include "service/control/validate.h"
 #include "service/identity/rate_limiter.h"
 #include "service/rollout/rollout.h"
 #include "service/server.h"
@@ -106,9 +111,7 @@ int RunPlan(int argc, char** argv) {
   svc::RolloutTime at = NowSeconds();
   if (!at_text.empty()) {
     auto parsed = svc::ParseRolloutTime(at_text);
-    if (!parsed) {
-      return ToolError("plan", "--at \"" + at_text + "\" is not RFC 3339 in UTC", kToolUsage);
-    }
+    if (!parsed.ok()) return ToolError("plan", "--at " + parsed.status().message(), kToolUsage);
     at = *parsed;
   }
   const svc::RolloutNode node = svc::MakeRolloutNode(vm_id, subscription, cluster);
@@ -190,10 +193,9 @@ int RunSimulate(int argc, char** argv) {
                      kToolUsage);
   }
   auto from = svc::ParseRolloutTime(from_text);
-  if (!from)
-    return ToolError(kTool, "--from \"" + from_text + "\" is not RFC 3339 in UTC", kToolUsage);
+  if (!from.ok()) return ToolError(kTool, "--from " + from.status().message(), kToolUsage);
   auto to = svc::ParseRolloutTime(to_text);
-  if (!to) return ToolError(kTool, "--to \"" + to_text + "\" is not RFC 3339 in UTC", kToolUsage);
+  if (!to.ok()) return ToolError(kTool, "--to " + to.status().message(), kToolUsage);
   auto every = svc::ParseRolloutDuration(every_text);
   if (!every.ok()) return ToolError(kTool, "--every: " + every.status().message(), kToolUsage);
   auto times = svc::SimulationTimes(*from, *to, *every);
@@ -283,9 +285,7 @@ int RunRollout(int argc, char** argv) {
   edit.at = NowSeconds();
   if (!at_text.empty()) {
     auto parsed = svc::ParseRolloutTime(at_text);
-    if (!parsed) {
-      return ToolError("rollout", "--at \"" + at_text + "\" is not RFC 3339 in UTC", kToolUsage);
-    }
+    if (!parsed.ok()) return ToolError("rollout", "--at " + parsed.status().message(), kToolUsage);
     edit.at = *parsed;
   }
   const std::string path = dir + "/" + component + ".json";

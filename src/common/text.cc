@@ -42,4 +42,18 @@ std::string EscapeForMessage(std::string_view s, size_t max_bytes) {
   return out;
 }
 
+std::string_view TrimBlanks(std::string_view s) {
+  size_t begin = 0, end = s.size();
+  while (begin < end && (s[begin] == ' ' || s[begin] == '\t')) ++begin;
+  while (end > begin && (s[end - 1] == ' ' || s[end - 1] == '\t')) --end;
+  return s.substr(begin, end - begin);
+}
+
+std::string OneLine(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return s;
+}
+
 }  // namespace hotfix

@@ -1,5 +1,5 @@
 // Small ASCII text helpers shared by the node, the transport and the service: character
-// classes, hex digits, lower-casing, names, and making untrusted text safe to echo in a
+// classes, hex digits, lower-casing, trimming, names, and making untrusted text safe to echo in a
 // message. Locale-independent, unlike <cctype>'s.
 #pragma once
 
@@ -25,6 +25,13 @@ int HexDigitValue(char c);
 
 // A-Z to a-z; every other byte (UTF-8 included) unchanged. Locale-independent.
 std::string AsciiLower(std::string_view s);
+
+// s without the spaces and tabs it starts and ends with (the node's Go-compatible trim is
+// node/go_json.h's TrimSpaceLikeGo, which also trims Unicode spaces).
+std::string_view TrimBlanks(std::string_view s);
+
+// Line breaks (CR, LF) as spaces: a message kept to one line of a listing.
+std::string OneLine(std::string s);
 
 // Text a peer or caller supplied, made safe to put in an error message or a log line: the
 // first max_bytes bytes, each printable ASCII byte (0x20-0x7e) as it is except '"' and '\',

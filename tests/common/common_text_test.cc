@@ -39,5 +39,22 @@ TEST(TextTest, EscapeForMessageCutsAtMaxBytes) {
   EXPECT_EQ(EscapeForMessage("", 0), "");
 }
 
+TEST(TextTest, TrimBlanksTakesSpacesAndTabsOffBothEndsOnly) {
+  EXPECT_EQ(TrimBlanks(" \t a b \t"), "a b");
+  EXPECT_EQ(TrimBlanks("\t \t"), "");
+  EXPECT_EQ(TrimBlanks(""), "");
+  EXPECT_EQ(TrimBlanks("\na\r"), "\na\r") << "line breaks are not blanks";
+  EXPECT_EQ(TrimBlanks("\xC2\xA0"
+                       "a"),
+            "\xC2\xA0"
+            "a")
+      << "nor is a no-break space";
+}
+
+TEST(TextTest, OneLineTurnsLineBreaksIntoSpaces) {
+  EXPECT_EQ(OneLine("a\nb\r\nc"), "a b  c");
+  EXPECT_EQ(OneLine("a\tb"), "a\tb");
+}
+
 }  // namespace
 }  // namespace hotfix

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bin_dir.h"
-#include "service/control/rollout_tools.h"
+#include "service/control/simulate.h"
 #include "service/rollout/rollout.h"
 #include "service/store/component_store.h"
 #include "subprocess.h"
@@ -91,8 +91,8 @@ std::string VmId(int i) {
 
 service::RolloutTime T(const std::string& text) {
   auto t = service::ParseRolloutTime(text);
-  EXPECT_TRUE(t.has_value()) << text;
-  return t.value_or(service::RolloutTime{});
+  EXPECT_TRUE(t.ok()) << text;
+  return t.ok() ? *t : service::RolloutTime{};
 }
 
 TEST(RolloutToolsCliTest, ValidatePassesAGoodFolderAndNamesTheProblemInABadOne) {

@@ -15,9 +15,9 @@
 namespace hotfix::service {
 
 inline RolloutTime T(std::string_view text) {
-  std::optional<RolloutTime> t = ParseRolloutTime(text);
-  EXPECT_TRUE(t.has_value()) << text;
-  return t.value_or(RolloutTime{});
+  StatusOr<RolloutTime> t = ParseRolloutTime(text);
+  EXPECT_TRUE(t.ok()) << text;
+  return t.ok() ? *t : RolloutTime{};
 }
 
 inline nlohmann::json ExampleRollout(const std::string& name = "anc-1") {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/duration.h"
 #include "common/text.h"
 #include "service/rollout/json_message.h"
 
@@ -118,12 +119,9 @@ StatusOr<uint32_t> ParsePercent(const json& value, std::string_view field) {
 
 StatusOr<RolloutTime> ParseTimeField(const json& value, std::string_view field) {
   if (!value.is_string()) return WrongType(field, value, "an RFC 3339 string");
-  std::optional<RolloutTime> t = ParseRolloutTime(value.get_ref<const std::string&>());
-  if (!t) {
-    return Status::InvalidArgument(std::string(field) + " " + QuoteJson(value) +
-                                   " is not RFC 3339 in UTC (\"2026-12-04T06:00:00Z\")");
-  }
-  return *t;
+  StatusOr<RolloutTime> t = ParseRolloutTime(value.get_ref<const std::string&>());
+  if (!t.ok()) return Status::InvalidArgument(std::string(field) + " " + t.status().message());
+  return t;
 }
 
 StatusOr<std::vector<RolloutStep>> ParseSteps(const json& value) {
@@ -390,13 +388,15 @@ StatusOr<std::vector<Rollout>> ParseRollouts(const json& rollouts) {
   return out;
 }
 
-std::optional<RolloutTime> ParseRolloutTime(std::string_view text) {
+StatusOr<RolloutTime> ParseRolloutTime(std::string_view text) {
   // By hand: C++20's std::chrono::parse is not in libstdc++ 12, and strptime is lenient
   // (one-digit fields, skipped spaces). Exactly "YYYY-MM-DDTHH:MM:SSZ".
+  const Status not_rfc3339 =
+      Status::InvalidArgument(Quote(text) + " is not RFC 3339 in UTC (\"2026-12-04T06:00:00Z\")");
   constexpr std::string_view kShape = "0000-00-00T00:00:00Z";
-  if (text.size() != kShape.size()) return std::nullopt;
+  if (text.size() != kShape.size()) return not_rfc3339;
   for (size_t i = 0; i < kShape.size(); ++i) {
-    if (kShape[i] == '0' ? !IsAsciiDigit(text[i]) : text[i] != kShape[i]) return std::nullopt;
+    if (kShape[i] == '0' ? !IsAsciiDigit(text[i]) : text[i] != kShape[i]) return not_rfc3339;
   }
   auto number = [&](size_t at, size_t len) {
     int n = 0;
@@ -407,7 +407,7 @@ std::optional<RolloutTime> ParseRolloutTime(std::string_view text) {
   year_month_day day{year(number(0, 4)), month(static_cast<unsigned>(number(5, 2))),
                      std::chrono::day(static_cast<unsigned>(number(8, 2)))};
   const int hh = number(11, 2), mm = number(14, 2), ss = number(17, 2);
-  if (!day.ok() || hh > 23 || mm > 59 || ss > 59) return std::nullopt;
+  if (!day.ok() || hh > 23 || mm > 59 || ss > 59) return not_rfc3339;
   return RolloutTime(sys_days(day)) + hours(hh) + minutes(mm) + seconds(ss);
 }
 
@@ -596,6 +596,15 @@ std::optional<RolloutStep> NextStep(const Rollout& rollout, RolloutTime now) {
     return step;
   }
   return std::nullopt;
+}
+
+StatusOr<std::chrono::seconds> ParseRolloutDuration(std::string_view text) {
+  StatusOr<std::chrono::milliseconds> d = ParseDuration(text);
+  if (!d.ok()) return d.status();
+  const std::string quoted = "duration \"" + std::string(text) + "\"";
+  if (d->count() == 0) return Status::InvalidArgument(quoted + " is zero");
+  if (d->count() % 1000 != 0) return Status::InvalidArgument(quoted + " is not whole seconds");
+  return std::chrono::duration_cast<std::chrono::seconds>(*d);
 }
 
 }  // namespace hotfix::service

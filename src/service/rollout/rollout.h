@@ -89,9 +89,14 @@ bool IsHotfixVersion(std::string_view s);
 StatusOr<std::map<std::string, std::string>> ParseHotfixMap(const nlohmann::json& hotfixes,
                                                             std::string_view where);
 
-// "2026-12-04T06:00:00Z" (RFC 3339, UTC, whole seconds) and back.
-std::optional<RolloutTime> ParseRolloutTime(std::string_view text);
+// "2026-12-04T06:00:00Z" (RFC 3339, UTC, whole seconds) and back. Anything else is
+// InvalidArgument `"TEXT" is not RFC 3339 in UTC ("2026-12-04T06:00:00Z")`.
+StatusOr<RolloutTime> ParseRolloutTime(std::string_view text);
 std::string FormatRolloutTime(RolloutTime t);
+
+// A duration (common/duration.h: "90s", "30m", "6h", "1d", "1h30m") of whole seconds,
+// positive, at most 3650 days: a rollout's steps and the operators' tools' steps.
+StatusOr<std::chrono::seconds> ParseRolloutDuration(std::string_view text);
 
 // uint64 big-endian of the first 8 bytes of SHA-256(name + ":" + key), mod 10000. The key is
 // the lower-cased vmId (node cohort) or apiserver host (cluster cohort).

@@ -1,4 +1,5 @@
-// The operator's tools for staged rollouts (src/service/control/rollout_tools.h): plan's verdicts
+// The operator's tools for staged rollouts (src/service/control/: validate.h, plan.h, fleet.h,
+// simulate.h; the duration parser in rollout/rollout.h): plan's verdicts
 // and enters_at on a real folder, the node file and duration parsers, simulate's counts against
 // buckets computed here with RolloutBucket, and --against finding exactly the nodes a rename
 // moves. Every expected number is derived in the test from the bucket function and the rules
@@ -20,7 +21,10 @@
 #include <vector>
 
 #include "rollout_example.h"
-#include "service/control/rollout_tools.h"
+#include "service/control/fleet.h"
+#include "service/control/plan.h"
+#include "service/control/simulate.h"
+#include "service/control/validate.h"
 #include "service/rollout/rollout.h"
 #include "service/store/component_store.h"
 #include "temp_dir.h"

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "rollout_example.h"
+#include "service/rollout/json_message.h"
 #include "service/rollout/rollout.h"
 #include "service/store/component_store.h"
 
@@ -189,7 +190,10 @@ TEST(RolloutTimeTest, ParsesUtcWholeSecondsOnly) {
                           " 2026-12-04T00:00:00Z",
                           "",
                           "Z"}) {
-    EXPECT_FALSE(ParseRolloutTime(bad).has_value()) << bad;
+    StatusOr<RolloutTime> t = ParseRolloutTime(bad);
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.status().message(),
+              Quote(bad) + " is not RFC 3339 in UTC (\"2026-12-04T06:00:00Z\")");
   }
 }
 

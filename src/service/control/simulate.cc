@@ -1,67 +1,19 @@
-#include "service/control/rollout_tools.h"
-
-#include <sys/types.h>
+#include "service/control/simulate.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
-#include "common/duration.h"
+#include "common/text.h"
 
 namespace hotfix::service {
+
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
-
-constexpr std::string_view kJsonSuffix = ".json";
-
-std::string Trim(std::string_view s) {
-  size_t begin = 0, end = s.size();
-  while (begin < end && (s[begin] == ' ' || s[begin] == '\t')) ++begin;
-  while (end > begin && (s[end - 1] == ' ' || s[end - 1] == '\t')) --end;
-  return std::string(s.substr(begin, end - begin));
-}
-
-bool HasSpaceOrControl(std::string_view s) {
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) return true;
-  }
-  return false;
-}
-
-// A message is one line in `validate`'s output.
-std::string OneLine(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return s;
-}
-
-// 1050 -> "10.5", 100 -> "1", 5 -> "0.05".
-std::string PercentText(uint32_t threshold) {
-  std::string text = std::to_string(threshold / 100);
-  const uint32_t cents = threshold % 100;
-  if (cents != 0) {
-    text += '.';
-    text += static_cast<char>('0' + cents / 10);
-    if (cents % 10 != 0) text += static_cast<char>('0' + cents % 10);
-  }
-  return text;
-}
-
-ordered_json PercentJson(uint32_t threshold) {
-  if (threshold % 100 == 0) return threshold / 100;
-  return static_cast<double>(threshold) / 100.0;
-}
 
 // "202604.01.9" before "202604.01.10": by base, then by the patch number.
 struct VersionOrder {
@@ -179,187 +131,7 @@ Status CheckWork(size_t nodes, uint64_t settings, size_t rollouts) {
   return Status::Ok();
 }
 
-// Builds a NodeList line by line (from a string or a stream).
-class NodeListBuilder {
- public:
-  Status AddLine(size_t line_no, std::string_view raw) {
-    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-    const std::string line = Trim(raw);
-    if (line.empty() || line[0] == '#') return Status::Ok();
-    const std::string where = "line " + std::to_string(line_no) + ": ";
-    std::vector<std::string> fields;
-    size_t start = 0;
-    for (;;) {
-      const size_t comma = line.find(',', start);
-      fields.push_back(Trim(std::string_view(line).substr(start, comma - start)));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (fields.size() != 3) {
-      return Status::InvalidArgument(where + "expected vmId,subscriptionId,clusterHost, found " +
-                                     std::to_string(fields.size()) + " field" +
-                                     (fields.size() == 1 ? "" : "s"));
-    }
-    static constexpr const char* kNames[] = {"vmId", "subscriptionId", "clusterHost"};
-    static constexpr size_t kMaxChars[] = {64, 64, 253 + 6};  // the host may carry :port
-    for (size_t i = 0; i < 3; ++i) {
-      if (fields[i].empty()) return Status::InvalidArgument(where + kNames[i] + " is empty");
-      if (fields[i].size() > kMaxChars[i]) {
-        return Status::InvalidArgument(where + kNames[i] + " is longer than " +
-                                       std::to_string(kMaxChars[i]) + " characters");
-      }
-      if (HasSpaceOrControl(fields[i])) {
-        return Status::InvalidArgument(where + kNames[i] +
-                                       " contains a space or a control character");
-      }
-    }
-    RolloutNode node = MakeRolloutNode(fields[0], fields[1], fields[2]);
-    if (node.cluster.empty()) {
-      return Status::InvalidArgument(where + "clusterHost " + fields[2] + " has no host");
-    }
-    std::string key = node.vm_id + '\n' + node.subscription + '\n' + node.cluster;
-    if (!seen_.insert(std::move(key)).second) {
-      ++list_.duplicates;
-      return Status::Ok();
-    }
-    if (list_.nodes.size() >= kMaxFleetNodes) {
-      return Status::InvalidArgument(where + "more than " + std::to_string(kMaxFleetNodes) +
-                                     " nodes (the simulate limit)");
-    }
-    list_.nodes.push_back(std::move(node));
-    return Status::Ok();
-  }
-
-  NodeList Take() { return std::move(list_); }
-
- private:
-  NodeList list_;
-  std::unordered_set<std::string> seen_;
-};
-
-std::string Guid(std::mt19937_64& rng) {
-  uint64_t a = rng(), b = rng();
-  a = (a & ~uint64_t{0xF000}) | uint64_t{0x4000};            // version 4
-  b = (b & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60);  // RFC 4122 variant
-  char buf[40];
-  std::snprintf(
-      buf, sizeof buf, "%08llx-%04llx-%04llx-%04llx-%012llx",
-      static_cast<unsigned long long>(a >> 32), static_cast<unsigned long long>((a >> 16) & 0xFFFF),
-      static_cast<unsigned long long>(a & 0xFFFF), static_cast<unsigned long long>(b >> 48),
-      static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFULL));
-  return buf;
-}
-
 }  // namespace
-
-StatusOr<std::chrono::seconds> ParseRolloutDuration(std::string_view text) {
-  StatusOr<std::chrono::milliseconds> d = ParseDuration(text);
-  if (!d.ok()) return d.status();
-  const std::string quoted = "duration \"" + std::string(text) + "\"";
-  if (d->count() == 0) return Status::InvalidArgument(quoted + " is zero");
-  if (d->count() % 1000 != 0) return Status::InvalidArgument(quoted + " is not whole seconds");
-  return std::chrono::duration_cast<std::chrono::seconds>(*d);
-}
-
-StatusOr<std::shared_ptr<const ComponentConfig>> LoadComponentFromFolder(
-    const std::string& dir, std::string_view component) {
-  if (!IsValidComponentName(component)) {
-    return Status::InvalidArgument("\"" + std::string(component) +
-                                   "\" is not a valid component name");
-  }
-  StatusOr<FolderLoad> load = LoadComponentFolder(dir);
-  if (!load.ok()) return load.status();
-  const std::string name(component);
-  if (auto it = load->valid.find(name); it != load->valid.end()) return it->second;
-  const std::string file = name + std::string(kJsonSuffix);
-  if (auto it = load->rejected.find(file); it != load->rejected.end()) {
-    return Status::InvalidArgument(OneLine(it->second));
-  }
-  return Status::NotFound(dir + ": no " + file);
-}
-
-std::string ValidateReport::Summary() const {
-  return std::to_string(ok) + (ok == 1 ? " file" : " files") + " ok, " +
-         std::to_string(problems.size()) + " refused";
-}
-
-StatusOr<ValidateReport> ValidateFolder(const std::string& dir) {
-  StatusOr<FolderLoad> load = LoadComponentFolder(dir);
-  if (!load.ok()) return load.status();
-  ValidateReport report;
-  report.ok = load->valid.size();
-  for (const auto& [file, why] : load->rejected) report.problems.push_back(OneLine(why));
-  return report;
-}
-
-std::string WhyNot(const RolloutOutcome& outcome) {
-  switch (outcome.verdict) {
-    case RolloutVerdict::kApplies:
-      return "";
-    case RolloutVerdict::kNotUnderThreshold:
-      return "bucket " + std::to_string(outcome.bucket) + " not under threshold " +
-             std::to_string(outcome.threshold) + " (" + PercentText(outcome.threshold) + "%)";
-    default:
-      return RolloutVerdictName(outcome.verdict);
-  }
-}
-
-StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view component,
-                               const RolloutNode& node, RolloutTime at) {
-  std::vector<size_t> applied;
-  const std::string served_text = config.ServedTo(node, at, &applied);
-  ordered_json served = ordered_json::parse(served_text, nullptr, /*allow_exceptions=*/false);
-  if (served.is_discarded()) return Status::Internal("the served config is not JSON");
-
-  ordered_json out = ordered_json::object();
-  out["component"] = std::string(component);
-  out["at"] = FormatRolloutTime(at);
-  out["node"] = {
-      {"vm_id", node.vm_id}, {"subscription", node.subscription}, {"cluster", node.cluster}};
-  out["served"] = std::move(served);
-  ordered_json rollouts = ordered_json::array();
-  for (size_t i = 0; i < config.rollouts.size(); ++i) {
-    const Rollout& r = config.rollouts[i];
-    const RolloutOutcome o = ExplainRollout(r, node, at);
-    const bool applies = o.verdict == RolloutVerdict::kApplies;
-    const bool in_answer = std::find(applied.begin(), applied.end(), i) != applied.end();
-    if (applies != in_answer) {
-      // The operator's view must never disagree with what the service serves.
-      return Status::Internal("plan and the served answer disagree on rollout " + r.name);
-    }
-    ordered_json entry = ordered_json::object();
-    entry["name"] = r.name;
-    entry["cohort"] = r.cohort == Cohort::kNode ? "node" : "cluster";
-    entry["applies"] = applies;
-    entry["why"] = applies ? ordered_json(nullptr) : ordered_json(WhyNot(o));
-    const bool bucketed = applies || o.verdict == RolloutVerdict::kNotUnderThreshold;
-    entry["bucket"] = bucketed ? ordered_json(o.bucket) : ordered_json(nullptr);
-    entry["threshold"] = o.threshold;
-    entry["percent"] = PercentJson(o.threshold);
-    entry["enters_at"] =
-        o.enters_at ? ordered_json(FormatRolloutTime(*o.enters_at)) : ordered_json(nullptr);
-    entry["state"] = RolloutStateName(StateAt(r, at));
-    // The plan is the file's answer: a running replica also applies the evidence.
-    entry["auto_halt"] = ordered_json(nullptr);
-    if (r.auto_halt) {
-      entry["auto_halt"] = {
-          {"max_failure_percent", PercentJson(r.auto_halt->max_failure_percent)},
-          {"min_reports", r.auto_halt->min_reports},
-          {"max_failures", r.auto_halt->max_failures ? ordered_json(*r.auto_halt->max_failures)
-                                                     : ordered_json(nullptr)},
-          {"since", FormatRolloutTime(AutoHaltSince(r))},
-          {"note",
-           "applies only while its nodes' reports have not halted it and the service "
-           "can read them (GET /rollouts shows the judgement)"}};
-    }
-    ordered_json hotfixes = ordered_json::object();
-    for (const auto& [base, version] : r.hotfixes) hotfixes[base] = version;
-    entry["hotfixes"] = std::move(hotfixes);
-    rollouts.push_back(std::move(entry));
-  }
-  out["rollouts"] = std::move(rollouts);
-  return out.dump(2, ' ', false, ordered_json::error_handler_t::replace);
-}
 
 std::string AutoHaltNote(const ComponentConfig& config) {
   std::string names;
@@ -369,88 +141,6 @@ std::string AutoHaltNote(const ComponentConfig& config) {
   if (names.empty()) return "";
   return "can halt themselves on their nodes' reports (auto_halt): " + names +
          "; this table assumes none does\n";
-}
-
-StatusOr<NodeList> ParseNodeList(std::string_view text) {
-  NodeListBuilder builder;
-  size_t line_no = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    Status st = builder.AddLine(++line_no, text.substr(start, end - start));
-    if (!st.ok()) return st;
-    start = end + 1;
-  }
-  return builder.Take();
-}
-
-StatusOr<NodeList> ReadNodeFile(const std::string& path) {
-  // A stream, not a whole-file read: `--nodes <(grep ... access.log | ...)` is a FIFO.
-  FILE* file = std::fopen(path.c_str(), "re");
-  if (file == nullptr) return Status::FromErrno("reading " + path, errno);
-  NodeListBuilder builder;
-  char* line = nullptr;
-  size_t capacity = 0;
-  size_t line_no = 0;
-  Status st;
-  for (;;) {
-    errno = 0;
-    const ssize_t n = ::getline(&line, &capacity, file);
-    if (n < 0) {
-      if (errno != 0) st = Status::FromErrno("reading " + path, errno);
-      break;
-    }
-    std::string_view text(line, static_cast<size_t>(n));
-    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-    st = builder.AddLine(++line_no, text);
-    if (!st.ok()) break;
-  }
-  std::free(line);
-  std::fclose(file);
-  if (!st.ok()) return st;
-  return builder.Take();
-}
-
-StatusOr<std::vector<RolloutNode>> RandomFleet(const RandomFleetOptions& options) {
-  if (options.count == 0 || options.count > kMaxFleetNodes) {
-    return Status::InvalidArgument("a random fleet has 1 to " + std::to_string(kMaxFleetNodes) +
-                                   " nodes, not " + std::to_string(options.count));
-  }
-  for (const auto* list : {&options.subscriptions, &options.clusters}) {
-    for (const std::string& entry : *list) {
-      if (entry.empty() || HasSpaceOrControl(entry)) {
-        return Status::InvalidArgument("random fleet: \"" + entry +
-                                       "\" is not a subscription or cluster host");
-      }
-    }
-  }
-  std::mt19937_64 rng(options.seed);
-  std::vector<std::string> subscriptions = options.subscriptions;
-  if (subscriptions.empty()) {
-    for (int i = 0; i < 5; ++i) subscriptions.push_back(Guid(rng));
-  }
-  std::vector<std::string> clusters = options.clusters;
-  if (clusters.empty()) {
-    static constexpr const char* kRegions[] = {"eastus", "westeurope", "southeastasia", "westus2"};
-    for (int i = 0; i < 8; ++i) {
-      const uint64_t r = rng();
-      char host[128];
-      std::snprintf(host, sizeof host, "aks-%06llx-dns-%08llx.hcp.%s.azmk8s.io",
-                    static_cast<unsigned long long>(r >> 40),
-                    static_cast<unsigned long long>(r & 0xFFFFFFFFULL), kRegions[i % 4]);
-      clusters.push_back(host);
-    }
-  }
-  std::vector<RolloutNode> fleet;
-  fleet.reserve(options.count);
-  for (size_t i = 0; i < options.count; ++i) {
-    const std::string vm_id = Guid(rng);
-    const std::string& subscription = subscriptions[rng() % subscriptions.size()];
-    const std::string& cluster = clusters[rng() % clusters.size()];
-    fleet.push_back(MakeRolloutNode(vm_id, subscription, cluster));
-  }
-  return fleet;
 }
 
 StatusOr<std::vector<RolloutTime>> SimulationTimes(RolloutTime from, RolloutTime to,
