@@ -5,7 +5,7 @@
 
 #include "common/file_util.h"
 #include "node/binary_staging.h"
-#include "node/go_json.h"
+#include "node/go_strings.h"
 #include "node/guest_agent_event.h"
 #include "node/hotfix_pointer.h"
 #include "node/node_custom_data.h"

@@ -8,6 +8,7 @@
 
 #include "common/json_error.h"
 #include "common/text.h"
+#include "node/go_utf8.h"
 #include "node/hotfix_pointer.h"
 
 namespace hotfix::node {
@@ -17,178 +18,8 @@ using Json = nlohmann::json;
 
 // Go's encoding/json refuses documents nested deeper than this.
 constexpr size_t kMaxNestingDepth = 10000;
-constexpr char kReplacementChar[] = "\xEF\xBF\xBD";  // U+FFFD
-
-// ---------------------------------------------------------------------------------------------
-// Go's unicode/utf8 and strings rules, which the reference's texts go through.
-
-struct Rune {
-  uint32_t code;
-  size_t size;  // bytes consumed; 1 for an invalid byte
-};
-constexpr Rune kRuneError = {0xFFFD, 1};
 
 unsigned char At(std::string_view s, size_t i) { return static_cast<unsigned char>(s[i]); }
-
-// utf8.DecodeRune: no overlongs, no surrogates, nothing past U+10FFFF; a bad byte is
-// (U+FFFD, 1).
-Rune DecodeRune(std::string_view s, size_t i) {
-  const unsigned char c = At(s, i);
-  if (c < 0x80) return {c, 1};
-  size_t size = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the valid range of the second byte
-  uint32_t code = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    size = 2, code = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    size = 3, code = c & 0x0F;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    size = 4, code = c & 0x07;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return kRuneError;
-  }
-  if (i + size > s.size() || At(s, i + 1) < lo || At(s, i + 1) > hi) return kRuneError;
-  for (size_t k = 1; k < size; ++k) {
-    if (k > 1 && (At(s, i + k) < 0x80 || At(s, i + k) > 0xBF)) return kRuneError;
-    code = (code << 6) | (At(s, i + k) & 0x3F);
-  }
-  return {code, size};
-}
-
-// utf8.DecodeLastRune: the rune that ends at `end`.
-Rune DecodeLastRune(std::string_view s, size_t end) {
-  if (At(s, end - 1) < 0x80) return {At(s, end - 1), 1};
-  const size_t limit = end >= 4 ? end - 4 : 0;
-  size_t start = end - 1;
-  while (start > limit && (At(s, start) & 0xC0) == 0x80) --start;
-  Rune r = DecodeRune(s, start);
-  return start + r.size == end ? r : kRuneError;
-}
-
-// unicode.IsSpace.
-bool IsGoSpace(uint32_t r) {
-  switch (r) {
-    case '\t':
-    case '\n':
-    case '\v':
-    case '\f':
-    case '\r':
-    case ' ':
-    case 0x85:
-    case 0xA0:
-    case 0x1680:
-    case 0x2028:
-    case 0x2029:
-    case 0x202F:
-    case 0x205F:
-    case 0x3000:
-      return true;
-    default:
-      return r >= 0x2000 && r <= 0x200A;
-  }
-}
-
-// strings.TrimSpace: Unicode white space, not only ASCII.
-std::string_view TrimSpace(std::string_view s) {
-  size_t begin = 0;
-  while (begin < s.size()) {
-    Rune r = DecodeRune(s, begin);
-    if (!IsGoSpace(r.code)) break;
-    begin += r.size;
-  }
-  size_t end = s.size();
-  while (end > begin) {
-    Rune r = DecodeLastRune(s, end);
-    if (!IsGoSpace(r.code)) break;
-    end -= r.size;
-  }
-  return s.substr(begin, end - begin);
-}
-
-// Runes strconv.Quote escapes although they are valid: C1 controls, the non-ASCII spaces and
-// the common format characters. (Go's full IsPrint table is not reproduced: unassigned and
-// private-use code points are written verbatim here.)
-bool IsGoNonPrintable(uint32_t r) {
-  return (r >= 0x80 && r <= 0xA0) || r == 0xAD || r == 0x1680 || (r >= 0x2000 && r <= 0x200F) ||
-         (r >= 0x2028 && r <= 0x202F) || (r >= 0x205F && r <= 0x206F) || r == 0x3000 ||
-         r == 0xFEFF || (r >= 0xFFF9 && r <= 0xFFFB);
-}
-
-// Appends `prefix` then `value` as `digits` lowercase hex digits (Go writes x7f, u00a0).
-void AppendHexEscape(const char* prefix, uint32_t value, int digits, std::string* out) {
-  out->append(prefix);
-  for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4)
-    out->push_back(kLowerHexDigits[(value >> shift) & 0xF]);
-}
-
-}  // namespace
-
-std::string QuoteLikeGo(std::string_view s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = At(s, i);
-    if (c >= 0x80) {
-      Rune r = DecodeRune(s, i);
-      if (r.size == 1) {
-        AppendHexEscape("\\x", c, 2, &out);
-      } else if (IsGoNonPrintable(r.code)) {
-        if (r.code > 0xFFFF) {
-          AppendHexEscape("\\U", r.code, 8, &out);
-        } else {
-          AppendHexEscape("\\u", r.code, 4, &out);
-        }
-      } else {
-        out.append(s.substr(i, r.size));
-      }
-      i += r.size;
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\a':
-        out += "\\a";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\v':
-        out += "\\v";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          AppendHexEscape("\\x", c, 2, &out);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out += "\"";
-  return out;
-}
-
-namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Making nlohmann accept what Go's decoder accepts.
@@ -284,7 +115,7 @@ std::string RepairLikeGoDecoder(std::string_view in) {
   for (size_t i = 0; i < in.size();) {
     const char c = in[i];
     if (At(in, i) >= 0x80) {
-      Rune r = DecodeRune(in, i);
+      GoRune r = DecodeRuneLikeGo(in, i);
       out.append(r.size == 1 ? std::string_view(kReplacementChar) : in.substr(i, r.size));
       i += r.size;
     } else if (in_string && c == '\\') {
@@ -308,7 +139,7 @@ std::string RepairLikeGoDecoder(std::string_view in) {
 std::string GoFoldName(std::string_view key) {
   std::string out;
   for (size_t i = 0; i < key.size();) {
-    Rune r = DecodeRune(key, i);
+    GoRune r = DecodeRuneLikeGo(key, i);
     uint32_t folded = r.code;
     if (r.code >= 'a' && r.code <= 'z') folded = r.code - ('a' - 'A');
     if (r.code == 0x17F) folded = 'S';
@@ -505,20 +336,6 @@ StatusOr<HotfixPointer> DecodeLikeGo(std::string_view json, GoHotfixStruct into)
   Status status = decoder.Result();
   if (!status.ok()) return status;
   return decoder.pointer();
-}
-
-std::string_view TrimSpaceLikeGo(std::string_view s) { return TrimSpace(s); }
-
-std::string ReplaceInvalidUtf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    Rune r = DecodeRune(text, i);
-    out.append(r.size == 1 && At(text, i) >= 0x80 ? std::string_view(kReplacementChar)
-                                                  : text.substr(i, r.size));
-    i += r.size;
-  }
-  return out;
 }
 
 std::string EscapeJsonLikeGo(std::string_view compact_json) {

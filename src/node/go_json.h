@@ -1,8 +1,8 @@
-// The Go compatibility the node's JSON and text go through: the reference (AgentBaker's
-// aks-node-controller, in Go) reads and writes the same files, so where Go's standard library
-// has a rule of its own (strings.TrimSpace, strconv.Quote, encoding/json's decoding and
-// json.Marshal's escaping) this is a port of it. The protojson decoder of the node config is
-// beside it (node/node_config_json.h).
+// Go's encoding/json as the node's JSON goes through it: the reference (AgentBaker's
+// aks-node-controller, in Go) reads and writes the same files, so where encoding/json has a
+// rule of its own (its decoding into the reference's structs, json.Marshal's escaping) this is
+// a port of it. Its text rules are beside it (node/go_utf8.h, node/go_strings.h), and so is
+// the protojson decoder of the node config (node/node_config_json.h).
 #pragma once
 
 #include <string>
@@ -13,18 +13,6 @@
 namespace hotfix::node {
 
 struct HotfixPointer;
-
-// strings.TrimSpace: Unicode white space at both ends, as every Go reader of these values trims.
-std::string_view TrimSpaceLikeGo(std::string_view s);
-
-// strconv.Quote, for %q in error texts: double-quoted, Go's escapes, invalid UTF-8 as \xNN.
-// (Go's full IsPrint table is not reproduced: unassigned and private-use code points are
-// written verbatim.)
-std::string QuoteLikeGo(std::string_view s);
-
-// Every byte that does not start a valid UTF-8 sequence becomes U+FFFD, as Go's JSON codec
-// does, so that nlohmann (which refuses invalid UTF-8) can encode any string.
-std::string ReplaceInvalidUtf8(std::string_view text);
 
 // json.Marshal's extra escaping applied to compact JSON from nlohmann::json::dump: '<', '>',
 // '&', U+2028 and U+2029 become \u escapes. Used by every writer of Go-compatible JSON.

@@ -9,6 +9,7 @@
 
 #include "common/file_util.h"
 #include "node/go_json.h"
+#include "node/go_utf8.h"
 
 namespace hotfix::node {
 namespace {

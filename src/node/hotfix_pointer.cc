@@ -4,6 +4,8 @@
 
 #include "common/file_util.h"
 #include "node/go_json.h"
+#include "node/go_strings.h"
+#include "node/go_utf8.h"
 
 namespace hotfix::node {
 

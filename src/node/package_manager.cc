@@ -6,7 +6,7 @@
 
 #include "common/file_util.h"
 #include "common/text.h"
-#include "node/go_json.h"
+#include "node/go_strings.h"
 
 namespace hotfix::node {
 namespace {

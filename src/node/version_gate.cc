@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include "common/text.h"
-#include "node/go_json.h"
+#include "node/go_strings.h"
 
 namespace hotfix::node {
 namespace {

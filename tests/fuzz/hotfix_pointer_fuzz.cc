@@ -11,7 +11,7 @@
 
 #include "common/log.h"
 #include "fuzz_util.h"
-#include "node/go_json.h"
+#include "node/go_utf8.h"
 #include "node/hotfix_pointer.h"
 
 using namespace hotfix::node;
