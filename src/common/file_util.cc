@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -151,39 +150,6 @@ int RemoveStaleTempFiles(const std::string& dir, const std::string& prefix) {
   }
   ::closedir(d);
   return removed;
-}
-
-namespace {
-
-// flock has no timeout: poll with LOCK_NB until the deadline.
-Status FlockUntil(int fd, Deadline deadline, const std::string& what) {
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    int err = errno;
-    if (err == EWOULDBLOCK && !deadline.expired()) {
-      ::usleep(5000);
-      continue;
-    }
-    if (err == EINTR) continue;
-    if (err == EWOULDBLOCK) return Status::DeadlineExceeded(what + ": held by another process");
-    return Status::FromErrno(what, err);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-StatusOr<FolderLock> FolderLock::Acquire(const std::string& dir, Deadline deadline) {
-  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) return Status::FromErrno("opening folder " + dir, errno);
-  if (Status st = FlockUntil(fd.get(), deadline, "locking folder " + dir); !st.ok()) return st;
-  return FolderLock(std::move(fd));  // closing it releases the flock
-}
-
-StatusOr<LockFile> LockFile::Acquire(const std::string& path, Deadline deadline) {
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd.valid()) return Status::FromErrno("opening lock file " + path, errno);
-  if (Status st = FlockUntil(fd.get(), deadline, "locking " + path); !st.ok()) return st;
-  return LockFile(std::move(fd));
 }
 
 }  // namespace hotfix

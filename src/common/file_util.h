@@ -73,36 +73,4 @@ Status MakeFolders(const std::string& dir, mode_t mode, std::string_view what = 
 // The folder part of a path ("." for a bare name).
 std::string DirName(const std::string& path);
 
-// An exclusive flock(2) on a folder, released on destruction. Writers of the same folder
-// (check-hotfix, download-hotfix) take it so that temp files found under it are stale.
-class FolderLock {
- public:
-  // Waits for the lock until the deadline: a stuck holder must not stall provisioning.
-  static StatusOr<FolderLock> Acquire(const std::string& dir, Deadline deadline);
-  FolderLock(FolderLock&&) noexcept = default;
-  FolderLock& operator=(FolderLock&&) = delete;
-  FolderLock(const FolderLock&) = delete;
-
- private:
-  explicit FolderLock(UniqueFd fd) : fd_(std::move(fd)) {}
-  UniqueFd fd_;
-};
-
-// An exclusive flock(2) on a lock file (created 0600 if absent, never removed: removing it
-// would let a waiter and a newcomer lock two different inodes). Released on destruction, and
-// by the kernel if the process dies. The descriptor is close-on-exec, so commands we start
-// cannot keep it.
-class LockFile {
- public:
-  // Waits until the deadline; DeadlineExceeded "... held by another process" after it.
-  static StatusOr<LockFile> Acquire(const std::string& path, Deadline deadline);
-  LockFile(LockFile&&) noexcept = default;
-  LockFile& operator=(LockFile&&) = delete;
-  LockFile(const LockFile&) = delete;
-
- private:
-  explicit LockFile(UniqueFd fd) : fd_(std::move(fd)) {}
-  UniqueFd fd_;
-};
-
 }  // namespace hotfix

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "common/file_lock.h"
 #include "common/file_util.h"
 
 namespace hotfix::node {
@@ -25,7 +26,7 @@ Status StageHotfixBinary(const std::string& source, const std::string& mode_refe
     return Status::FromErrno("stat " + mode_reference, errno);
   }
   const std::string dir = DirName(destination);
-  StatusOr<FolderLock> lock = FolderLock::Acquire(dir, Deadline::After(kFolderLockWait));
+  StatusOr<FileLock> lock = FileLock::OnFolder(dir, Deadline::After(kFolderLockWait));
   if (!lock.ok()) return lock.status();
   RemoveStaleTempFiles(dir, kBinaryTempPrefix);
   AtomicWriteOptions options;

@@ -3,6 +3,7 @@
 #include <exception>
 #include <optional>
 
+#include "common/file_lock.h"
 #include "common/file_util.h"
 #include "node/binary_staging.h"
 #include "node/go_strings.h"
@@ -344,9 +345,9 @@ DownloadHotfixResult RunDownloadHotfixCommand(const DownloadHotfixOptions& optio
   log.Info("aks-node-controller hotfix download started");
   const auto start = std::chrono::system_clock::now();
   DownloadHotfixResult result;
-  std::optional<LockFile> lock;
+  std::optional<FileLock> lock;
   if (!options.dry_run) {
-    StatusOr<LockFile> acquired = LockFile::Acquire(lock_path, Deadline::After({}));
+    StatusOr<FileLock> acquired = FileLock::OnFile(lock_path, Deadline::After({}));
     if (acquired.ok()) {
       lock.emplace(std::move(acquired).value());
     } else if (acquired.status().code() == Status::Code::kDeadlineExceeded) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "akslivepatching/v1/live_patching.pb.h"
+#include "common/file_lock.h"
 #include "common/file_util.h"
 #include "common/text.h"
 #include "node/hotfix_pointer.h"
@@ -96,7 +97,7 @@ std::optional<MarkerKey> ReadMarker(const std::string& path, Logger& log) {
 // files it removes are a killed writer's.
 Status WriteMarker(const std::string& path, const MarkerKey& key, Deadline deadline) {
   const std::string dir = DirName(path);
-  StatusOr<FolderLock> lock = FolderLock::Acquire(dir, deadline);
+  StatusOr<FileLock> lock = FileLock::OnFolder(dir, deadline);
   if (!lock.ok()) return lock.status();
   RemoveStaleTempFiles(dir, kReportMarkerTempPrefix);
   nlohmann::ordered_json doc;

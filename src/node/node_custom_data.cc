@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "common/base64.h"
+#include "common/file_lock.h"
 #include "common/file_util.h"
 
 namespace hotfix::node {
@@ -124,7 +125,7 @@ Status WriteOne(const FileToWrite& file) {
   const std::string path = FollowSymlink(file.path);
   const std::string dir = DirName(path);
   if (Status st = MakeFolders(dir, 0755, "folder"); !st.ok()) return st;
-  StatusOr<FolderLock> lock = FolderLock::Acquire(dir, Deadline::After(kFolderLockWait));
+  StatusOr<FileLock> lock = FileLock::OnFolder(dir, Deadline::After(kFolderLockWait));
   if (!lock.ok()) return lock.status().Annotate("writing " + path);
   // Under the lock a temp file can only be a killed run's: nothing else would ever remove it.
   RemoveStaleTempFiles(dir, kWriteFilesTempPrefix);

@@ -53,8 +53,8 @@ struct ApplyNodeCustomDataResult {
 // file untouched, and a crash leaves each file old or new. Parent folders are created 0755. A
 // new file gets the entry's permission bits (less the umask, as os.WriteFile does); an
 // existing file keeps its mode and owner. A symlink is followed, as os.WriteFile follows it.
-// Each file is written under its folder's FolderLock, which also removes the temp files a
-// killed run left there.
+// Each file is written under its folder's lock (FileLock::OnFolder), which also removes the temp
+// files a killed run left there.
 StatusOr<ApplyNodeCustomDataResult> ApplyNodeCustomData(const std::string& path, bool dry_run,
                                                         Logger& log);
 

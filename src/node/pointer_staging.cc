@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/file_lock.h"
 #include "common/file_util.h"
 
 namespace hotfix::node {
@@ -90,7 +91,7 @@ StatusOr<HotfixPointer> StageHotfixes(const std::string& path, const HotfixMap& 
   // The parent folder is not created: a missing /opt/azure/containers means something is
   // badly wrong with the node, and opening it for the lock reports exactly that.
   const std::string dir = DirName(path);
-  StatusOr<FolderLock> lock = FolderLock::Acquire(dir, deadline);
+  StatusOr<FileLock> lock = FileLock::OnFolder(dir, deadline);
   if (!lock.ok()) return lock.status();
   // Under the lock, a temp file can only be the leftover of a writer that was killed.
   RemoveStaleTempFiles(dir, kPointerTempPrefix);

@@ -34,9 +34,6 @@ AtomicWriteOptions Options(mode_t mode, const std::string& prefix = ".test-tmp-"
   return options;
 }
 
-Deadline Soon() { return Deadline::After(std::chrono::seconds(5)); }
-Deadline Short() { return Deadline::After(std::chrono::milliseconds(50)); }
-
 // --- WriteFileAtomically ---
 
 TEST(WriteFileAtomicallyTest, WritesExactlyTheData) {
@@ -145,64 +142,6 @@ TEST(RemoveStaleTempFilesTest, RemovesOnlyRegularFilesWithThePrefix) {
 
 TEST(RemoveStaleTempFilesTest, MissingFolderRemovesNothing) {
   EXPECT_EQ(RemoveStaleTempFiles("/nonexistent/folder", ".tmp-"), 0);
-}
-
-// --- FolderLock ---
-
-// flock(2) locks belong to an open file description, so a second open() of the folder in the
-// same process contends with the first exactly as another process would.
-TEST(FolderLockTest, SecondAcquireTimesOutWhileTheFirstIsHeld) {
-  TempDir dir;
-  StatusOr<FolderLock> first = FolderLock::Acquire(dir.path(), Soon());
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  StatusOr<FolderLock> second = FolderLock::Acquire(dir.path(), Short());
-  ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), Status::Code::kDeadlineExceeded);
-  EXPECT_EQ(second.status().message(),
-            "locking folder " + dir.path().string() + ": held by another process");
-}
-
-TEST(FolderLockTest, ReleasedOnDestruction) {
-  TempDir dir;
-  {
-    StatusOr<FolderLock> first = FolderLock::Acquire(dir.path(), Soon());
-    ASSERT_TRUE(first.ok());
-  }
-  EXPECT_TRUE(FolderLock::Acquire(dir.path(), Short()).ok());
-}
-
-TEST(FolderLockTest, MovingKeepsTheLockHeld) {
-  TempDir dir;
-  StatusOr<FolderLock> first = FolderLock::Acquire(dir.path(), Soon());
-  ASSERT_TRUE(first.ok());
-  {
-    FolderLock moved(std::move(first.value()));
-    EXPECT_FALSE(FolderLock::Acquire(dir.path(), Short()).ok());
-  }  // `moved` releases it; the moved-from lock must not double-close
-  EXPECT_TRUE(FolderLock::Acquire(dir.path(), Short()).ok());
-}
-
-TEST(FolderLockTest, AnotherProcessWaitsForTheHolder) {
-  TempDir dir;
-  StatusOr<FolderLock> held = FolderLock::Acquire(dir.path(), Soon());
-  ASSERT_TRUE(held.ok());
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    StatusOr<FolderLock> other = FolderLock::Acquire(dir.path(), Short());
-    ::_exit(other.ok() ? 1 : other.status().code() == Status::Code::kDeadlineExceeded ? 0 : 2);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
-  ASSERT_TRUE(WIFEXITED(wstatus));
-  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "1: acquired a held lock, 2: some other error";
-}
-
-TEST(FolderLockTest, MissingFolderIsAnError) {
-  StatusOr<FolderLock> lock = FolderLock::Acquire("/nonexistent/folder", Soon());
-  ASSERT_FALSE(lock.ok());
-  EXPECT_TRUE(lock.status().IsNotFound());
-  EXPECT_THAT(lock.status().message(), StartsWith("opening folder /nonexistent/folder: "));
 }
 
 // --- ReadFileToString ---

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "captured_log.h"
+#include "common/file_lock.h"
 #include "common/file_util.h"
 
 namespace hotfix::node {
@@ -88,9 +89,9 @@ TEST(StageHotfixBinary, WaitsForTheFolderLockHolder) {
   const std::string src = usr.Write("bin", "b", 0644);
   const std::string vhd = opt.Write("aks-node-controller", "v", 0755);
   const std::string destination = opt.File("aks-node-controller-hotfix");
-  std::optional<FolderLock> held;
+  std::optional<FileLock> held;
   {
-    StatusOr<FolderLock> l = FolderLock::Acquire(opt.path(), Deadline::After({}));
+    StatusOr<FileLock> l = FileLock::OnFolder(opt.path(), Deadline::After({}));
     ASSERT_TRUE(l.ok());
     held.emplace(std::move(l).value());
   }

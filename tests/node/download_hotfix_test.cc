@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "captured_log.h"
+#include "common/file_lock.h"
 #include "common/file_util.h"
 
 namespace hotfix::node {
@@ -320,7 +321,7 @@ class DownloadHotfixCommandTest : public DownloadHotfixTest {
     reporter_ = [this](const DownloadHotfixResult& r) {
       reported_.push_back(r);
       lock_held_while_reporting_.push_back(
-          !LockFile::Acquire(opt_.File(".lock"), Deadline::After({})).ok());
+          !FileLock::OnFile(opt_.File(".lock"), Deadline::After({})).ok());
       events_while_reporting_.push_back(events_.Names().size());
     };
   }
@@ -367,7 +368,7 @@ TEST_F(DownloadHotfixCommandTest, FailureIsAnErrorEvent) {
 TEST_F(DownloadHotfixCommandTest, ASecondRunWhileOneHoldsTheLockDoesNothing) {
   Pointer(R"({"version":"202604.01.1"})");
   InstalledBinary();
-  StatusOr<LockFile> held = LockFile::Acquire(opt_.File(".lock"), Deadline::After({}));
+  StatusOr<FileLock> held = FileLock::OnFile(opt_.File(".lock"), Deadline::After({}));
   ASSERT_TRUE(held.ok());
   auto r = RunCommand("202604.01.0");
   EXPECT_EQ(r.exit_code, 0);
@@ -413,7 +414,7 @@ TEST_F(DownloadHotfixCommandTest, TheReporterIsNotCalledWhenBusyNorInADryRun) {
   Pointer(R"({"version":"202604.01.1"})");
   InstalledBinary();
   {
-    StatusOr<LockFile> held = LockFile::Acquire(opt_.File(".lock"), Deadline::After({}));
+    StatusOr<FileLock> held = FileLock::OnFile(opt_.File(".lock"), Deadline::After({}));
     ASSERT_TRUE(held.ok());
     EXPECT_EQ(RunCommand("202604.01.0").binary, BinaryOutcome::kBusy);
   }

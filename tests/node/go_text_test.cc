@@ -19,11 +19,11 @@ TEST(GoUtf8Test, DecodesWhatGoDecodesAndNothingElse) {
   EXPECT_EQ(Decode("\xC3\xA9").size, 2u);
   EXPECT_EQ(Decode("\xF0\x9F\x98\x80").code, 0x1F600u);
   EXPECT_EQ(Decode("\xF0\x9F\x98\x80").size, 4u);
-  for (const std::string bad : {"\xC0\x80",           // overlong NUL
-                                "\xE0\x80\xAF",       // overlong '/'
-                                "\xED\xA0\x80",       // a surrogate, U+D800
-                                "\xF4\x90\x80\x80",   // past U+10FFFF
-                                "\xC3",               // cut short
+  for (const std::string bad : {"\xC0\x80",          // overlong NUL
+                                "\xE0\x80\xAF",      // overlong '/'
+                                "\xED\xA0\x80",      // a surrogate, U+D800
+                                "\xF4\x90\x80\x80",  // past U+10FFFF
+                                "\xC3",              // cut short
                                 "\x80", "\xFF"}) {
     GoRune r = Decode(bad);
     EXPECT_EQ(r.code, 0xFFFDu) << bad.size();
@@ -36,16 +36,23 @@ TEST(GoUtf8Test, DecodesWhatGoDecodesAndNothingElse) {
 
 TEST(GoUtf8Test, InvalidBytesBecomeReplacementCharacters) {
   EXPECT_EQ(ReplaceInvalidUtf8("ok \xC3\xA9"), "ok \xC3\xA9");
-  EXPECT_EQ(ReplaceInvalidUtf8("a\xFF" "b\xC0\x80"),
+  EXPECT_EQ(ReplaceInvalidUtf8("a\xFF"
+                               "b\xC0\x80"),
             std::string("a") + kReplacementChar + "b" + kReplacementChar + kReplacementChar);
 }
 
 TEST(GoStringsTest, TrimSpaceTrimsUnicodeSpaceAsGoDoes) {
   EXPECT_EQ(TrimSpaceLikeGo(" \t\n 202604.01.3 \r\n"), "202604.01.3");
   // U+00A0 (no-break space), U+3000 (ideographic space), U+0085 (NEL): Go's unicode.IsSpace.
-  EXPECT_EQ(TrimSpaceLikeGo("\xC2\xA0" "x" "\xE3\x80\x80\xC2\x85"), "x");
+  EXPECT_EQ(TrimSpaceLikeGo("\xC2\xA0"
+                            "x"
+                            "\xE3\x80\x80\xC2\x85"),
+            "x");
   // U+200B (zero-width space) is not a space to Go; nor is an invalid byte.
-  EXPECT_EQ(TrimSpaceLikeGo("\xE2\x80\x8B" "x"), "\xE2\x80\x8B" "x");
+  EXPECT_EQ(TrimSpaceLikeGo("\xE2\x80\x8B"
+                            "x"),
+            "\xE2\x80\x8B"
+            "x");
   EXPECT_EQ(TrimSpaceLikeGo(" \xFF "), "\xFF");
   EXPECT_EQ(TrimSpaceLikeGo("  "), "");
 }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/file_lock.h"
 #include "common/file_util.h"
 
 namespace hotfix::node {
@@ -276,7 +277,7 @@ TEST(StageHotfixesTest, SymlinkToAFileCarriesItsFieldsButLeavesTheTargetAlone) {
 TEST(StageHotfixesTest, WaitsForTheFolderLockOnlyUntilTheDeadline) {
   TempDir dir;
   const std::string path = dir.Write("hotfix.json", kSeeded);
-  StatusOr<FolderLock> held = FolderLock::Acquire(dir.path(), Soon());
+  StatusOr<FileLock> held = FileLock::OnFolder(dir.path(), Soon());
   ASSERT_TRUE(held.ok());
   Status st = StageHotfixes(path, {{"a", "b"}}, Deadline::After(std::chrono::milliseconds(50)),
                             NullLogger())
