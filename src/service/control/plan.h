@@ -8,7 +8,7 @@
 
 #include "common/status.h"
 #include "service/rollout/rollout.h"
-#include "service/store/component_store.h"
+#include "service/store/component_file.h"
 
 namespace hotfix::service {
 

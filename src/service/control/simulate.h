@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "service/control/fleet.h"
 #include "service/rollout/rollout.h"
-#include "service/store/component_store.h"
+#include "service/store/component_file.h"
 
 namespace hotfix::service {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "service/store/component_store.h"
+#include "service/store/component_file.h"
 
 namespace hotfix::service {
 
