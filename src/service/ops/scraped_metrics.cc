@@ -1,0 +1,242 @@
+#include "service/ops/scraped_metrics.h"
+
+#include <prometheus/metric_family.h>
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+#include "service/identity/attestation_roots.h"
+#include "service/ops/metric_names.h"
+#include "service/transport/kept_bytes_budget.h"
+#include "service/transport/tls_server_context.h"
+
+namespace hotfix::service {
+namespace {
+
+prometheus::MetricFamily Family(const char* name, const char* help, prometheus::MetricType type) {
+  return prometheus::MetricFamily{name, help, type, {}};
+}
+
+void AddValue(prometheus::MetricFamily* family, double value,
+              std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  if (family->type == prometheus::MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  family->metric.push_back(std::move(m));
+}
+
+// process_* in Prometheus' standard names (its client libraries' process collector), read
+// from /proc at the scrape: prometheus-cpp has no process collector.
+void AddProcessFamilies(std::vector<prometheus::MetricFamily>* out) {
+  using prometheus::MetricType;
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // Fields after the command, which is in parentheses and may hold spaces: state is field 3.
+  std::istringstream fields(stat.substr(std::min(stat.size(), stat.rfind(')') + 2)));
+  std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+  auto field = [&](size_t n) { return n - 3 < f.size() ? std::stod(f[n - 3]) : 0.0; };
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  double boot = 0;
+  std::ifstream proc_stat("/proc/stat");
+  for (std::string key; proc_stat >> key;) {
+    if (key == "btime") {
+      proc_stat >> boot;
+      break;
+    }
+  }
+  size_t fds = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (const dirent* e = readdir(dir)) fds += e->d_name[0] != '.';
+    closedir(dir);
+    --fds;  // the folder's own descriptor
+  }
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  const std::tuple<const char*, const char*, MetricType, double> values[] = {
+      {"process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+       MetricType::Counter, (field(14) + field(15)) / ticks},
+      {"process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::Gauge,
+       field(24) * page},
+      {"process_virtual_memory_bytes", "Virtual memory size in bytes.", MetricType::Gauge,
+       field(23)},
+      {"process_open_fds", "Number of open file descriptors.", MetricType::Gauge,
+       static_cast<double>(fds)},
+      {"process_max_fds", "Maximum number of open file descriptors.", MetricType::Gauge,
+       static_cast<double>(limit.rlim_cur)},
+      {"process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+       MetricType::Gauge, boot + field(22) / ticks},
+  };
+  for (const auto& [name, help, type, value] : values) {
+    auto family = Family(name, help, type);
+    AddValue(&family, value);
+    out->push_back(std::move(family));
+  }
+}
+
+}  // namespace
+
+std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sources) {
+  using prometheus::MetricType;
+  std::vector<prometheus::MetricFamily> out;
+  AddProcessFamilies(&out);
+  if (sources.tls != nullptr) {
+    auto expiry = Family(kMetricTlsCertificateExpiry,
+                         "When the serving certificate in use (--tls-cert's leaf) expires, "
+                         "Unix seconds",
+                         MetricType::Gauge);
+    AddValue(&expiry, static_cast<double>(sources.tls->not_after()));
+    out.push_back(std::move(expiry));
+  }
+  if (sources.attestation_roots != nullptr) {
+    auto expiry = Family(kMetricAttestationRootsExpiry,
+                         "When the first --attestation-roots certificate in use expires, Unix "
+                         "seconds",
+                         MetricType::Gauge);
+    AddValue(&expiry, static_cast<double>(sources.attestation_roots->not_after()));
+    out.push_back(std::move(expiry));
+    auto reloaded = Family(kMetricAttestationRootsReloadSuccessful,
+                           "0 after a changed --attestation-roots file failed to load (the "
+                           "previous roots still verify), 1 otherwise",
+                           MetricType::Gauge);
+    AddValue(&reloaded, sources.attestation_roots->last_reload_successful() ? 1 : 0);
+    out.push_back(std::move(reloaded));
+  }
+  if (sources.store != nullptr) {
+    auto files = Family(kMetricComponentFileInfo,
+                        "1 per component served, with the first 12 hex digits of the SHA-256 "
+                        "of its file as loaded",
+                        MetricType::Gauge);
+    if (std::shared_ptr<const StoreSnapshot> snapshot = sources.store->Current()) {
+      for (const auto& [component, config] : snapshot->components) {
+        AddValue(&files, 1, {{"component", component}, {"sha256", config->digest}});
+      }
+    }
+    out.push_back(std::move(files));
+  }
+  if (sources.rollouts != nullptr) {
+    auto applied =
+        Family(kMetricRolloutApplied, "Calls each rollout applied to, since this process started",
+               MetricType::Counter);
+    auto percent =
+        Family(kMetricRolloutRatio,
+               "Each rollout's share of its nodes now, 0 to 1 (0 when halted or scheduled)",
+               MetricType::Gauge);
+    auto halted = Family(kMetricRolloutAutoHalted,
+                         "1 while an auto-halting rollout is halted by its nodes' reports",
+                         MetricType::Gauge);
+    auto signal = Family(kMetricRolloutAutoHaltSignal,
+                         "1 while an auto-halting rollout's evidence (Prometheus) was read at "
+                         "the last evaluation; 0 while it is held for want of it",
+                         MetricType::Gauge);
+    for (const RolloutStatusRow& row : sources.rollouts->Rows(RolloutNow())) {
+      std::vector<prometheus::ClientMetric::Label> labels = {{"component", row.component},
+                                                             {"rollout", row.name}};
+      AddValue(&applied, static_cast<double>(row.applied_calls), labels);
+      if (row.auto_halt) {
+        const bool is_halted = row.state == RolloutState::kAutoHalted;
+        const bool ok = row.auto_halt_state && row.auto_halt_state->signal_ok;
+        AddValue(&halted, is_halted ? 1 : 0, labels);
+        AddValue(&signal, ok ? 1 : 0, labels);
+      }
+      AddValue(&percent, row.threshold / 10000.0, std::move(labels));
+    }
+    out.push_back(std::move(applied));
+    out.push_back(std::move(percent));
+    out.push_back(std::move(halted));
+    out.push_back(std::move(signal));
+  }
+  if (sources.authenticator != nullptr) {
+    const AuthenticatorStats s = sources.authenticator->stats();
+    const std::pair<const char*, std::pair<const char*, double>> counters[] = {
+        {kMetricIdentityVerifications,
+         {"Attested documents fully verified (identity-cache misses)",
+          static_cast<double>(s.verifications)}},
+        {kMetricIdentityCacheHits,
+         {"Calls answered from the identity cache", static_cast<double>(s.cache_hits)}},
+        {kMetricIdentityCacheEvictions,
+         {"Identity-cache entries dropped (expired, then oldest when full)",
+          static_cast<double>(s.cache_evictions)}},
+        {kMetricSignerCacheHits,
+         {"Verifications that reused a kept signer certificate",
+          static_cast<double>(s.signer_cache_hits)}},
+        {kMetricRefusalCacheHits,
+         {"Refused tokens refused again from the refusal cache, without another check",
+          static_cast<double>(s.refusal_cache_hits)}},
+        {kMetricSignerRefusalCacheHits,
+         {"Verifications refused for a kept signer certificate whose chain failed, without "
+          "its parse and chain",
+          static_cast<double>(s.signer_refusal_cache_hits)}},
+    };
+    for (const auto& [name, help_value] : counters) {
+      auto family = Family(name, help_value.first, MetricType::Counter);
+      AddValue(&family, help_value.second);
+      out.push_back(std::move(family));
+    }
+    auto entries =
+        Family(kMetricIdentityCacheEntries, "Verified documents held now", MetricType::Gauge);
+    AddValue(&entries, static_cast<double>(s.cache_entries));
+    out.push_back(std::move(entries));
+    auto signers =
+        Family(kMetricSignerCacheEntries, "Signer certificates held now", MetricType::Gauge);
+    AddValue(&signers, static_cast<double>(s.signer_cache_entries));
+    out.push_back(std::move(signers));
+  }
+  if (sources.auto_halt != nullptr) {
+    const AutoHaltStats s = sources.auto_halt->stats();
+    auto evaluations = Family(kMetricAutoHaltEvaluations,
+                              "Automatic-halt evaluations by whether the evidence was read "
+                              "(ok) or not (unavailable)",
+                              MetricType::Counter);
+    AddValue(&evaluations, static_cast<double>(s.ok), {{"result", "ok"}});
+    AddValue(&evaluations, static_cast<double>(s.unavailable), {{"result", "unavailable"}});
+    out.push_back(std::move(evaluations));
+    auto seconds = Family(kMetricAutoHaltSeconds,
+                          "Wall time the automatic-halt evaluations took, reading Prometheus "
+                          "included",
+                          MetricType::Counter);
+    AddValue(&seconds, s.seconds);
+    out.push_back(std::move(seconds));
+  }
+  if (sources.rate_limiter != nullptr) {
+    auto tracked = Family(kMetricRateLimiterTrackedNodes,
+                          "Nodes (vmIds) with a rate-limit bucket now", MetricType::Gauge);
+    AddValue(&tracked, static_cast<double>(sources.rate_limiter->tracked_keys()));
+    out.push_back(std::move(tracked));
+  }
+  if (sources.log != nullptr) {
+    auto dropped = Family(kMetricLogLinesDropped,
+                          "Log lines stderr never got: its reader fell more than the queue "
+                          "behind (common/log.h)",
+                          MetricType::Counter);
+    AddValue(&dropped, static_cast<double>(sources.log->dropped_lines()));
+    out.push_back(std::move(dropped));
+  }
+  if (sources.kept_bytes != nullptr) {
+    auto kept = Family(kMetricKeptRequestBytes,
+                       "Request bytes streams keep now until they are answered "
+                       "(kept_bytes_budget.h)",
+                       MetricType::Gauge);
+    AddValue(&kept, static_cast<double>(sources.kept_bytes->used()));
+    out.push_back(std::move(kept));
+    auto budget = Family(kMetricKeptRequestBytesBudget,
+                         "Request bytes streams may keep at once; a stream over it is refused",
+                         MetricType::Gauge);
+    AddValue(&budget, static_cast<double>(sources.kept_bytes->limit()));
+    out.push_back(std::move(budget));
+  }
+  return out;
+}
+
+}  // namespace hotfix::service
