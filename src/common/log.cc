@@ -1,7 +1,5 @@
 #include "common/log.h"
 
-#include <cctype>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,19 +9,19 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/text.h"
+
 namespace hotfix {
 
 StatusOr<LogLevel> ParseLogLevel(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = AsciiLower(text);
   for (LogLevel level : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
-    std::string name = LogLevelName(level);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == name) return level;
+    if (lower == AsciiLower(LogLevelName(level))) return level;
   }
   return Status::InvalidArgument("log level \"" + std::string(text) +
                                  "\": want debug, info, warn or error");
@@ -45,24 +43,89 @@ const char* LogLevelName(LogLevel level) {
 
 namespace {
 
-// RFC 3339 with nanoseconds and a numeric offset, as slog writes it.
-std::string NowRfc3339() {
-  auto now = std::chrono::system_clock::now();
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-  time_t secs = static_cast<time_t>(ns / 1000000000);
-  long frac = static_cast<long>(ns % 1000000000);
-  struct tm tm {};
-  localtime_r(&secs, &tm);
-  char date[32];
-  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  char zone[8];
-  strftime(zone, sizeof zone, "%z", &tm);  // +hhmm
-  std::string z(zone);
-  std::string offset = (z == "+0000") ? "Z" : z.substr(0, 3) + ":" + z.substr(3, 2);
-  char out[64];
-  snprintf(out, sizeof out, "%s.%09ld%s", date, frac, offset.c_str());
-  return out;
+// "YYYY-MM-DDTHH:MM:SS" and the zone suffix ("Z" or "+hh:mm") of the local time.
+// localtime_r takes a process-wide lock and strftime is slow, so each thread redoes them only
+// when the second changes.
+struct SecondText {
+  time_t second = -1;
+  char date[32] = {};
+  char zone[8] = {};
+};
+
+const SecondText& TextOfSecond(time_t second) {
+  thread_local SecondText cached;
+  if (cached.second != second) {
+    struct tm tm {};
+    localtime_r(&second, &tm);
+    strftime(cached.date, sizeof cached.date, "%Y-%m-%dT%H:%M:%S", &tm);
+    char z[8];
+    strftime(z, sizeof z, "%z", &tm);  // +hhmm
+    if (std::string_view(z) == "+0000") {
+      std::snprintf(cached.zone, sizeof cached.zone, "Z");
+    } else {
+      std::snprintf(cached.zone, sizeof cached.zone, "%.3s:%.2s", z, z + 3);
+    }
+    cached.second = second;
+  }
+  return cached;
 }
+
+}  // namespace
+
+void AppendLogTime(std::string* out, std::chrono::system_clock::time_point now) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  const SecondText& text = TextOfSecond(static_cast<time_t>(ns / 1000000000));
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%09ld", static_cast<long>(ns % 1000000000));
+  out->append(text.date).append(frac).append(text.zone);
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) {
+      out->append(nlohmann::json(std::string(s))
+                      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      return;
+    }
+  }
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (c < 0x20) {
+          char u[8];
+          std::snprintf(u, sizeof u, "\\u%04x", c);
+          out->append(u);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+namespace {
 
 void WriteAll(int fd, std::string_view s) {
   size_t off = 0;
@@ -205,7 +268,9 @@ Status Logger::OpenFile(const std::string& path) {
 std::string Logger::FormatLine(LogLevel level, std::string_view msg,
                                const std::vector<LogField>& fields) {
   nlohmann::ordered_json line;
-  line["time"] = NowRfc3339();
+  std::string time;
+  AppendLogTime(&time, std::chrono::system_clock::now());
+  line["time"] = std::move(time);
   line["level"] = LogLevelName(level);
   line["msg"] = std::string(msg);
   for (const auto& f : fields) {

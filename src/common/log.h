@@ -43,6 +43,15 @@ const char* LogLevelName(LogLevel level);
 // "debug", "info", "warn", "error" (any case): --log-level. InvalidArgument otherwise.
 StatusOr<LogLevel> ParseLogLevel(std::string_view text);
 
+// The line's "time" as slog writes it, RFC 3339 in local time with nanoseconds and a numeric
+// offset ("2026-12-04T21:43:02.123456789Z", "...+01:00"), appended to out. The date and zone
+// are made once a second per thread.
+void AppendLogTime(std::string* out, std::chrono::system_clock::time_point now);
+// A JSON string, quotes included, exactly as nlohmann::json::dump(-1, ' ', false, replace)
+// writes it (the lines' encoder): ASCII escaped here, anything with a byte over 0x7f through
+// nlohmann itself, so invalid UTF-8 is replaced alike. For lines formatted without a DOM.
+void AppendJsonString(std::string* out, std::string_view s);
+
 class Logger {
  public:
   // Writes only to stderr until OpenFile() succeeds.

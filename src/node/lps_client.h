@@ -42,7 +42,7 @@ std::string LpsErrorText(const wire::GrpcStatus& status, bool local_error);
 
 struct LpsUnaryResult {
   std::string message;  // the serialized response; empty unless status is OK
-  // OK on success. from_server tells a status the service sent from one this client made up.
+  // OK on success; the service's status, or one this client made up (wire::UnaryResponse).
   wire::GrpcStatus status;
   // True when the failure never reached the gRPC layer (endpoint, CA, IMDS, dial).
   bool local_error = false;

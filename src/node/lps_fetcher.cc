@@ -37,7 +37,7 @@ class GrpcLpsFetcher : public LpsFetcher {
     akslivepatching::v1::GetComponentConfigResponse reply;
     if (!reply.ParseFromString(called.message)) {
       result.status = {wire::GrpcCode::kInternal,
-                       "grpc: failed to unmarshal the received GetComponentConfigResponse", false};
+                       "grpc: failed to unmarshal the received GetComponentConfigResponse"};
       return result;
     }
     result.config = reply.config();

@@ -15,7 +15,7 @@ namespace hotfix::node {
 struct FetchResult {
   // The config string of the response (may be empty).
   std::string config;
-  // OK on success. from_server tells a status the service sent from one this client made up.
+  // OK on success; the service's status, or one this client made up (wire::UnaryResponse).
   wire::GrpcStatus status;
   // True when the failure never reached the gRPC layer (endpoint, CA, IMDS): the reference's
   // "not a gRPC status" row.

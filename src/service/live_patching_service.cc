@@ -14,7 +14,7 @@ using wire::GrpcCode;
 using wire::GrpcStatus;
 
 GrpcStatus Refuse(GrpcCode code, std::string message) {
-  return GrpcStatus{code, std::move(message), true};
+  return GrpcStatus{code, std::move(message)};
 }
 
 // Long enough for any valid name (64) plus a hint of what an invalid one was.
@@ -33,8 +33,8 @@ LivePatchingServiceImpl::LivePatchingServiceImpl(LivePatchingServiceOptions opti
   for (std::string& pattern : options_.allowed_authorities) pattern = AsciiLower(pattern);
 }
 
-bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision* decision,
-                                           std::optional<IdentityCacheTicket>* remember) {
+GrpcStatus LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision* decision,
+                                                 std::optional<IdentityCacheTicket>* remember) {
   AuthResult auth;
   if (input.authorization.size() > 1) {
     // Two credentials are ambiguous: which one is the caller? Refuse rather than pick.
@@ -48,75 +48,61 @@ bool LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDecision*
     *remember = auth.remember;
     decision->identity = std::move(auth.identity);
     decision->authenticated = true;
-    return true;
+    return GrpcStatus{};
   }
   decision->identity_failure = auth.failure;
-  decision->status = Refuse(GrpcCode::kUnauthenticated,
-                            std::string("node identity not accepted (") +
-                                IdentityFailureName(auth.failure) + "): " + auth.error.message());
-  return false;
+  return Refuse(GrpcCode::kUnauthenticated, std::string("node identity not accepted (") +
+                                                IdentityFailureName(auth.failure) +
+                                                "): " + auth.error.message());
 }
 
-bool LivePatchingServiceImpl::Authorize(const CallInput& input, CallDecision* decision) const {
-  if (!allowed_.empty() && allowed_.count(AsciiLower(decision->identity.subscription_id)) == 0) {
-    decision->status = Refuse(GrpcCode::kPermissionDenied,
-                              "subscription " + Printable(decision->identity.subscription_id) +
-                                  " is not allowed to use the live-patching service");
-    return false;
+GrpcStatus LivePatchingServiceImpl::Authorize(const CallInput& input,
+                                              const NodeIdentity& identity) const {
+  if (!allowed_.empty() && allowed_.count(AsciiLower(identity.subscription_id)) == 0) {
+    return Refuse(GrpcCode::kPermissionDenied,
+                  "subscription " + Printable(identity.subscription_id) +
+                      " is not allowed to use the live-patching service");
   }
   const std::vector<std::string>& patterns = options_.allowed_authorities;
-  if (patterns.empty()) return true;
+  if (patterns.empty()) return GrpcStatus{};
   const std::string host = MakeRolloutNode("", "", input.authority).cluster;
   if (std::any_of(patterns.begin(), patterns.end(),
                   [&](const std::string& p) { return MatchesClusterPattern(p, host); })) {
-    return true;
+    return GrpcStatus{};
   }
-  decision->status =
-      Refuse(GrpcCode::kPermissionDenied,
-             "authority " + Printable(host) + " matches no --allowed-authorities pattern");
-  return false;
+  return Refuse(GrpcCode::kPermissionDenied,
+                "authority " + Printable(host) + " matches no --allowed-authorities pattern");
 }
 
-bool LivePatchingServiceImpl::WithinRate(CallDecision* decision) {
-  if (options_.rate_limiter == nullptr || options_.rate_limiter->Allow(decision->identity.vm_id)) {
-    return true;
+GrpcStatus LivePatchingServiceImpl::WithinRate(const NodeIdentity& identity) {
+  if (options_.rate_limiter == nullptr || options_.rate_limiter->Allow(identity.vm_id)) {
+    return GrpcStatus{};
   }
-  decision->status = Refuse(GrpcCode::kResourceExhausted,
-                            "request rate limit exceeded for node vmId " +
-                                Printable(decision->identity.vm_id) + "; retry later");
-  return false;
+  return Refuse(GrpcCode::kResourceExhausted, "request rate limit exceeded for node vmId " +
+                                                  Printable(identity.vm_id) + "; retry later");
 }
 
-const ComponentConfig* LivePatchingServiceImpl::FindComponent(const CallInput& input,
-                                                              CallDecision* decision) const {
+GrpcStatus LivePatchingServiceImpl::FindComponent(const CallInput& input,
+                                                  CallDecision* decision) const {
   std::string_view component = input.component_name;
-  if (component.empty()) {
-    decision->status = Refuse(GrpcCode::kInvalidArgument, "component_name is required");
-    return nullptr;
-  }
+  if (component.empty()) return Refuse(GrpcCode::kInvalidArgument, "component_name is required");
   if (!IsValidComponentName(component)) {
-    decision->status =
-        Refuse(GrpcCode::kInvalidArgument, "component_name \"" + Printable(component) +
-                                               "\" is invalid: it must match "
-                                               "[A-Za-z][A-Za-z0-9_.-]{0,63}");
-    return nullptr;
+    return Refuse(GrpcCode::kInvalidArgument, "component_name \"" + Printable(component) +
+                                                  "\" is invalid: it must match "
+                                                  "[A-Za-z][A-Za-z0-9_.-]{0,63}");
   }
   std::shared_ptr<const StoreSnapshot> snapshot = options_.store->Current();
   if (snapshot == nullptr) {
-    decision->status =
-        Refuse(GrpcCode::kUnavailable, "the component store is not loaded yet; retry later");
-    return nullptr;
+    return Refuse(GrpcCode::kUnavailable, "the component store is not loaded yet; retry later");
   }
   decision->generation = snapshot->generation;
   auto it = snapshot->components.find(std::string(component));
   if (it == snapshot->components.end()) {
-    decision->status =
-        Refuse(GrpcCode::kNotFound, "component \"" + std::string(component) + "\" not found");
-    return nullptr;
+    return Refuse(GrpcCode::kNotFound, "component \"" + std::string(component) + "\" not found");
   }
   decision->metric_component = it->first;
   decision->rollout_config = it->second;  // keeps the config alive past the snapshot
-  return it->second.get();
+  return GrpcStatus{};
 }
 
 namespace {
@@ -130,25 +116,24 @@ RolloutNode NodeOf(const NodeIdentity& id, std::string_view authority) {
 
 }  // namespace
 
-bool LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decision) const {
-  const ComponentConfig* config = FindComponent(input, decision);
-  if (config == nullptr) return false;
-  if (!config->has_rollouts) {
-    decision->config = config->text;
-    decision->served_hotfixes = config->hotfixes_json;
-    return true;
+GrpcStatus LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decision) const {
+  if (GrpcStatus found = FindComponent(input, decision); !found.ok()) return found;
+  const ComponentConfig& config = *decision->rollout_config;
+  if (!config.has_rollouts) {
+    decision->config = config.text;
+    decision->served_hotfixes = config.hotfixes_json;
+    return GrpcStatus{};
   }
-  decision->config = config->ServedTo(NodeOf(decision->identity, input.authority), RolloutNow(),
-                                      &decision->applied_rollouts);
+  decision->config = config.ServedTo(NodeOf(decision->identity, input.authority), RolloutNow(),
+                                     &decision->applied_rollouts);
   decision->served_hotfixes = decision->config;
-  return true;
+  return GrpcStatus{};
 }
 
-bool LivePatchingServiceImpl::CheckReport(const OutcomeReport& report,
-                                          CallDecision* decision) const {
-  auto invalid = [&](std::string message) {
-    decision->status = Refuse(GrpcCode::kInvalidArgument, std::move(message));
-    return false;
+GrpcStatus LivePatchingServiceImpl::CheckReport(const OutcomeReport& report,
+                                                CallDecision* decision) const {
+  auto invalid = [](std::string message) {
+    return Refuse(GrpcCode::kInvalidArgument, std::move(message));
   };
   if (!IsHotfixBase(report.base_version)) {
     return invalid("base_version \"" + Printable(report.base_version) + "\" is not YYYYMM.DD");
@@ -175,7 +160,7 @@ bool LivePatchingServiceImpl::CheckReport(const OutcomeReport& report,
     if (c < 0x20 || c > 0x7e) return invalid("detail is not printable ASCII");
   }
   decision->reported = kAllReportedOutcomes[report.outcome - 1];
-  return true;
+  return GrpcStatus{};
 }
 
 void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* decision) {
@@ -220,19 +205,18 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
 CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   CallDecision decision;
   std::optional<IdentityCacheTicket> remember;
-  if (!Authenticate(input, &decision, &remember) || !Authorize(input, &decision) ||
-      !WithinRate(&decision)) {
-    return decision;
-  }
+  decision.status = Authenticate(input, &decision, &remember);
+  if (decision.status.ok()) decision.status = Authorize(input, decision.identity);
+  if (decision.status.ok()) decision.status = WithinRate(decision.identity);
+  if (!decision.status.ok()) return decision;
   if (remember) options_.authenticator->Admit(decision.identity, *remember);
   if (!input.report) {
-    if (Lookup(input, &decision)) decision.status = GrpcStatus{};
+    decision.status = Lookup(input, &decision);
     return decision;
   }
-  if (FindComponent(input, &decision) != nullptr && CheckReport(*input.report, &decision)) {
-    CountReport(input, &decision);
-    decision.status = GrpcStatus{};
-  }
+  decision.status = FindComponent(input, &decision);
+  if (decision.status.ok()) decision.status = CheckReport(*input.report, &decision);
+  if (decision.status.ok()) CountReport(input, &decision);
   return decision;
 }
 

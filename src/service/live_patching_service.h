@@ -128,16 +128,18 @@ class LivePatchingServiceImpl final : public GrpcHandler {
   void Handle(const GrpcCall& call, GrpcReply* reply) override;
 
  private:
-  // `remember`: what Authenticator::Admit takes once the call is let in.
-  bool Authenticate(const CallInput& input, CallDecision* decision,
-                    std::optional<IdentityCacheTicket>* remember);
+  // Each step answers OK to go on, or the refusal the node gets; what it learnt about the
+  // call (the identity, the component, the rollouts) it writes in `decision` for the access
+  // log. `remember`: what Authenticator::Admit takes once the call is let in.
+  wire::GrpcStatus Authenticate(const CallInput& input, CallDecision* decision,
+                                std::optional<IdentityCacheTicket>* remember);
   // The subscription allow-list, then the authority patterns.
-  bool Authorize(const CallInput& input, CallDecision* decision) const;
-  bool WithinRate(CallDecision* decision);
-  // The component's config, or a refusal in decision->status.
-  const ComponentConfig* FindComponent(const CallInput& input, CallDecision* decision) const;
-  bool Lookup(const CallInput& input, CallDecision* decision) const;
-  bool CheckReport(const OutcomeReport& report, CallDecision* decision) const;
+  wire::GrpcStatus Authorize(const CallInput& input, const NodeIdentity& identity) const;
+  wire::GrpcStatus WithinRate(const NodeIdentity& identity);
+  // The component's config (then in decision->rollout_config), or a refusal.
+  wire::GrpcStatus FindComponent(const CallInput& input, CallDecision* decision) const;
+  wire::GrpcStatus Lookup(const CallInput& input, CallDecision* decision) const;
+  wire::GrpcStatus CheckReport(const OutcomeReport& report, CallDecision* decision) const;
   void CountReport(const CallInput& input, CallDecision* decision);
   void Report(const CallInput& input, const CallDecision& decision,
               std::chrono::steady_clock::duration elapsed);

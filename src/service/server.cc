@@ -1,7 +1,5 @@
 #include "service/server.h"
 
-#include <google/protobuf/stubs/logging.h>
-
 #include <atomic>
 #include <optional>
 
@@ -9,12 +7,14 @@
 #include "service/control/auto_halt_controller.h"
 #include "service/health.h"
 #include "service/identity/attestation_roots.h"
+#include "service/identity/authenticator_factory.h"
 #include "service/identity/node_identity.h"
 #include "service/identity/rate_limiter.h"
 #include "service/live_patching_service.h"
 #include "service/ops/metrics.h"
 #include "service/ops/prometheus_outcomes.h"
 #include "service/ops/transport_event_log.h"
+#include "service/protobuf_log.h"
 #include "service/recent_reports.h"
 #include "service/store/component_store.h"
 #include "service/transport/grpc_server.h"
@@ -29,55 +29,6 @@ namespace {
 // covers any client retry; 100,000 keys (about 10 MB) cover a fleet's boot storm.
 constexpr size_t kMaxRecentReports = 100000;
 constexpr std::chrono::hours kRecentReportWindow{1};
-
-std::atomic<Logger*> g_log{nullptr};
-// Servers alive in the process: libprotobuf's handler is process-wide, so the last one to go
-// clears it (the newest server's logger gets the messages meanwhile).
-std::atomic<int> g_log_users{0};
-
-// The authenticator, and its roots when it verifies attested documents (reloaded on change,
-// read by the metrics).
-struct AuthenticatorSetup {
-  std::unique_ptr<Authenticator> authenticator;
-  AttestationRoots* roots = nullptr;  // the authenticator, or null in development mode
-};
-
-StatusOr<AuthenticatorSetup> MakeAuthenticator(const ServerConfig& config, Logger* log) {
-  if (config.insecure_accept_any_token) {
-    // Said at every start, loudly: a development setting must never pass unnoticed.
-    log->Warn(
-        "INSECURE: --insecure-accept-any-token is set: any non-empty authorization is accepted "
-        "and no node identity is verified; never use this outside development");
-    return AuthenticatorSetup{NewInsecureAnyTokenAuthenticator(), nullptr};
-  }
-  AttestedDocumentOptions options;
-  options.signer_name = config.attestation_signer_name;
-  options.max_token_age = config.max_token_age;
-  options.anchors_are_issuers = !config.attestation_issuers_path.empty();
-  const std::string& path =
-      options.anchors_are_issuers ? config.attestation_issuers_path : config.attestation_roots_path;
-  auto roots = AttestationRoots::Load(path, std::move(options));
-  if (!roots.ok()) return roots.status();
-  log->Info("verifying attested documents",
-            {{config.attestation_issuers_path.empty() ? "attestation_roots" : "attestation_issuers",
-              path},
-             {"root_certificates", static_cast<int64_t>((*roots)->certificates())},
-             {"signer_name", config.attestation_signer_name},
-             {"max_token_age_s", static_cast<int64_t>(config.max_token_age.count())}});
-  AttestationRoots* raw = roots->get();
-  return AuthenticatorSetup{std::move(*roots), raw};
-}
-
-// libprotobuf's complaints (a request whose string field is not UTF-8 is one per call) would
-// otherwise reach stderr as "[libprotobuf ERROR ...]", the one non-JSON line in the log. They
-// describe the peer's bytes, not a fault of ours, so they are warnings at most.
-void ProtobufLogToJson(google::protobuf::LogLevel level, const char* file, int line,
-                       const std::string& message) {
-  Logger* log = g_log.load();
-  if (log == nullptr) return;
-  log->Log(level == google::protobuf::LOGLEVEL_INFO ? LogLevel::kInfo : LogLevel::kWarn, "protobuf",
-           {{"message", message}, {"source", std::string(file) + ":" + std::to_string(line)}});
-}
 
 }  // namespace
 
@@ -95,7 +46,7 @@ struct Server::Impl {
   std::atomic<bool> draining{false};
   std::atomic<bool> loaded{false};
   std::once_flag drain_once;
-  bool counted_log_user = false;  // in g_log_users
+  std::unique_ptr<ProtobufLogToJson> protobuf_log;  // from Start() on
 
   std::unique_ptr<RolloutStatus> rollout_status;  // read by metrics' HTTP threads
   std::unique_ptr<Metrics> metrics;
@@ -132,7 +83,7 @@ Server::Impl::~Impl() {
   auto_halt_running = nullptr;
   if (auto_halt) auto_halt->Stop();  // reads the store
   store.reset();                     // stops its watcher thread
-  if (counted_log_user && g_log_users.fetch_sub(1) == 1) g_log = nullptr;
+  protobuf_log.reset();
 }
 
 void Server::Impl::OnReload(const ReloadReport& report) {
@@ -276,7 +227,13 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   auto tls = TlsServerContext::Load(c.tls_cert_path, c.tls_key_path);
   if (!tls.ok()) return tls.status();
   impl->tls = std::move(*tls);
-  auto authenticator = MakeAuthenticator(c, log);
+  AuthenticatorFlags identity;
+  identity.insecure_accept_any_token = c.insecure_accept_any_token;
+  identity.roots_path = c.attestation_roots_path;
+  identity.issuers_path = c.attestation_issuers_path;
+  identity.signer_name = c.attestation_signer_name;
+  identity.max_token_age = c.max_token_age;
+  auto authenticator = MakeAuthenticator(identity, log);
   if (!authenticator.ok()) return authenticator.status();
   impl->authenticator = std::move(authenticator->authenticator);
   impl->attestation_roots = authenticator->roots;
@@ -291,10 +248,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
     impl->metrics = std::move(metrics);
   }
   if (c.rate_limit_per_node > 0) impl->limiter = NewTokenBucketLimiter(c.rate_limit_per_node);
-  g_log = log;
-  g_log_users.fetch_add(1);
-  impl->counted_log_user = true;
-  google::protobuf::SetLogHandler(ProtobufLogToJson);
+  impl->protobuf_log = std::make_unique<ProtobufLogToJson>(log);
   if (Status st = impl->StartStore(); !st.ok()) return st;
 
   impl->rollout_status = std::make_unique<RolloutStatus>(impl->store.get());

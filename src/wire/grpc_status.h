@@ -53,9 +53,6 @@ std::string PercentEncode(std::string_view text);
 struct GrpcStatus {
   GrpcCode code = GrpcCode::kOk;
   std::string message;
-  // True when the code came from the server's headers; false when this client made it up
-  // (transport failure, deadline, oversize response).
-  bool from_server = false;
 
   bool ok() const { return code == GrpcCode::kOk; }
   // "code = NotFound desc = ..." like grpc-go's status error text.

@@ -23,10 +23,8 @@ namespace {
 constexpr int32_t kReceiveWindow = 8 << 20;
 constexpr size_t kPrefixSize = kGrpcPrefixSize;
 
-GrpcStatus Local(GrpcCode code, std::string message) { return {code, std::move(message), false}; }
-GrpcStatus FromServer(GrpcCode code, std::string message) {
-  return {code, std::move(message), true};
-}
+// A status this client makes up, as opposed to one the server sent (UnaryCall::DecideFromServer).
+GrpcStatus Local(GrpcCode code, std::string message) { return {code, std::move(message)}; }
 GrpcStatus DeadlineStatus() {
   return Local(GrpcCode::kDeadlineExceeded, "context deadline exceeded");
 }
@@ -206,6 +204,7 @@ class UnaryCall {
     Pump();
     UnaryResponse response;
     response.status = *outcome_;
+    response.from_server = outcome_from_server_;
     if (response.status.ok()) response.message = decoder_.TakeMessage();
     return response;
   }
@@ -332,6 +331,11 @@ class UnaryCall {
   void Decide(GrpcStatus status) {
     if (!outcome_) outcome_ = std::move(status);
   }
+  void DecideFromServer(GrpcCode code, std::string message) {
+    if (outcome_) return;
+    outcome_ = GrpcStatus{code, std::move(message)};
+    outcome_from_server_ = true;
+  }
 
   // ---- Response semantics: gRPC's HTTP/2 mapping. ----
 
@@ -351,16 +355,16 @@ class UnaryCall {
   void OnResponseHeaders(bool end_stream) {
     if (end_stream && block_.grpc_status) return DecideFromGrpcStatus();  // trailers-only
     if (block_.http_status != 200) {
-      return Decide(FromServer(GrpcCodeFromHttpStatus(block_.http_status),
-                               "unexpected HTTP status code received from server: " +
-                                   std::to_string(block_.http_status)));
+      return DecideFromServer(GrpcCodeFromHttpStatus(block_.http_status),
+                              "unexpected HTTP status code received from server: " +
+                                  std::to_string(block_.http_status));
     }
     if (!block_.content_type) {
-      return Decide(FromServer(GrpcCode::kUnknown, "server response has no content-type"));
+      return DecideFromServer(GrpcCode::kUnknown, "server response has no content-type");
     }
     if (!IsGrpcContentType(*block_.content_type)) {
-      return Decide(FromServer(GrpcCode::kUnknown, "unexpected content-type \"" +
-                                                       Printable(*block_.content_type) + "\""));
+      return DecideFromServer(GrpcCode::kUnknown, "unexpected content-type \"" +
+                                                      Printable(*block_.content_type) + "\"");
     }
     if (end_stream) return Decide(MissingTrailers());
     grpc_mode_ = true;
@@ -376,7 +380,7 @@ class UnaryCall {
     if (*code == GrpcCode::kOk) {
       if (auto bad_body = decoder_.Finish()) return Decide(*bad_body);
     }
-    Decide(FromServer(*code, std::move(message)));
+    DecideFromServer(*code, std::move(message));
   }
 
   static GrpcStatus MissingTrailers() {
@@ -517,6 +521,7 @@ class UnaryCall {
   std::string last_error_;   // nghttp2's latest complaint, for messages
   std::string write_error_;  // set once a write failed
   std::optional<GrpcStatus> outcome_;
+  bool outcome_from_server_ = false;
 };
 
 }  // namespace

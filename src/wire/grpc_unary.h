@@ -35,6 +35,9 @@ struct UnaryRequest {
 struct UnaryResponse {
   GrpcStatus status;
   std::string message;  // the serialized response; empty unless status is OK
+  // True when the status came from the server's headers; false when this client made it up
+  // (transport failure, deadline, oversize response).
+  bool from_server = false;
 };
 
 // Sends the connection preface, SETTINGS (push disabled), the request with

@@ -4,8 +4,10 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -143,6 +145,35 @@ TEST(LogTest, AStderrFileIsWrittenAtOnce) {
   dup2(saved, STDERR_FILENO);
   close(saved);
   close(file);
+}
+
+// The access log writes its lines without a DOM: its strings must be what the encoder of
+// every other line writes, byte for byte.
+TEST(LogTest, AppendJsonStringWritesWhatNlohmannWrites) {
+  for (const std::string& s :
+       {std::string(""), std::string("plain"), std::string("q\"b\\s/"), std::string("\b\f\n\r\t"),
+        std::string("\x01\x1f\x7f", 3), std::string("\0nul", 4), std::string("caf\xC3\xA9"),
+        std::string("bad \xFF utf-8")}) {
+    std::string ours;
+    AppendJsonString(&ours, s);
+    EXPECT_EQ(ours,
+              nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+        << s;
+  }
+}
+
+TEST(LogTest, AppendLogTimeIsRfc3339WithNanosecondsAndAnOffset) {
+  const auto t = std::chrono::system_clock::time_point(std::chrono::seconds(1764806400)) +
+                 std::chrono::nanoseconds(5);
+  std::string text;
+  AppendLogTime(&text, t);
+  EXPECT_TRUE(std::regex_match(
+      text, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000000005(Z|[+-]\d\d:\d\d))")))
+      << text;
+  std::string again;
+  AppendLogTime(&again, t + std::chrono::nanoseconds(1));
+  EXPECT_EQ(again.substr(0, 20), text.substr(0, 20)) << "the same second, its cached text";
+  EXPECT_EQ(again.substr(20, 9), "000000006");
 }
 
 }  // namespace

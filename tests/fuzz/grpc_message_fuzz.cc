@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(static_cast<int>(*code) >= 0 && static_cast<int>(*code) <= 16);
     FUZZ_CHECK(!GrpcCodeName(*code).empty());
   }
-  GrpcStatus status{GrpcCode::kUnknown, decoded, true};
+  GrpcStatus status{GrpcCode::kUnknown, decoded};
   status.ToString();
   return 0;
 }

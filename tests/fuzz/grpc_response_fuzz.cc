@@ -59,8 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // What the server said (a status, a message) cannot depend on the split. A failure this
   // client decides itself may: a stream error nghttp2 answers with RST_STREAM is only
   // reported once that is sent, so a connection error in the same read can come first.
-  if (whole.status.from_server || split.status.from_server || whole.status.ok() ||
-      split.status.ok()) {
+  if (whole.from_server || split.from_server || whole.status.ok() || split.status.ok()) {
     FUZZ_CHECK(whole.status.code == split.status.code);
     FUZZ_CHECK(whole.status.message == split.status.message);
     FUZZ_CHECK(whole.message == split.message);

@@ -33,13 +33,13 @@ class ScriptedFetcher : public LpsFetcher {
   }
   static ScriptedFetcher Code(GrpcCode code, std::string msg = "") {
     ScriptedFetcher f;
-    f.result_.status = {code, std::move(msg), true};
+    f.result_.status = {code, std::move(msg)};
     return f;
   }
   static ScriptedFetcher Local(std::string msg) {
     ScriptedFetcher f;
     f.result_.local_error = true;
-    f.result_.status = {GrpcCode::kUnknown, std::move(msg), false};
+    f.result_.status = {GrpcCode::kUnknown, std::move(msg)};
     return f;
   }
   static ScriptedFetcher Throws() {
@@ -239,7 +239,7 @@ TEST_F(CheckHotfixTest, ClientErrorNamesTheCode) {
 TEST(ClassifyFetchFailureTest, EveryCode) {
   for (int c = 1; c <= 16; ++c) {
     FetchResult r;
-    r.status = {static_cast<GrpcCode>(c), "", true};
+    r.status = {static_cast<GrpcCode>(c), ""};
     FetchClass want = FetchClass::kFallbackEligible;
     if (c == 16 || c == 7 || c == 5) want = FetchClass::kBenign;
     if (c == 3 || c == 8) want = FetchClass::kAuthoritativeRejection;
@@ -247,7 +247,7 @@ TEST(ClassifyFetchFailureTest, EveryCode) {
   }
   FetchResult local;
   local.local_error = true;
-  local.status = {GrpcCode::kNotFound, "reading node config: no such file", false};
+  local.status = {GrpcCode::kNotFound, "reading node config: no such file"};
   EXPECT_EQ(ClassifyFetchFailure(local), FetchClass::kFallbackEligible);
 }
 

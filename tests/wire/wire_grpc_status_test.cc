@@ -104,14 +104,13 @@ TEST(PercentDecode, MalformedEscapesKeptLiterally) {
 }
 
 TEST(GrpcStatus, ToStringLikeGrpcGo) {
-  GrpcStatus status{GrpcCode::kNotFound, "no such component", true};
+  GrpcStatus status{GrpcCode::kNotFound, "no such component"};
   EXPECT_EQ(status.ToString(), "code = NotFound desc = no such component");
   EXPECT_FALSE(status.ok());
-  GrpcStatus bare{GrpcCode::kDeadlineExceeded, "", false};
+  GrpcStatus bare{GrpcCode::kDeadlineExceeded, ""};
   EXPECT_EQ(bare.ToString(), "code = DeadlineExceeded");
   GrpcStatus ok;
   EXPECT_TRUE(ok.ok());
-  EXPECT_FALSE(ok.from_server);
   EXPECT_EQ(ok.ToString(), "code = OK");
 }
 

@@ -259,7 +259,7 @@ TEST(CallUnary, OkResponseWithTrailers) {
   auto r = RunCall(
       [](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("the-config"), GrpcTrailers(0)); });
   EXPECT_TRUE(r.response.status.ok()) << r.response.status.ToString();
-  EXPECT_TRUE(r.response.status.from_server);
+  EXPECT_TRUE(r.response.from_server);
   EXPECT_EQ(r.response.message, "the-config");
 }
 
@@ -351,7 +351,7 @@ TEST(CallUnary, TrailersOnlyErrorWithPercentEncodedMessage) {
   });
   EXPECT_EQ(r.response.status.code, GrpcCode::kNotFound);
   EXPECT_EQ(r.response.status.message, "no hotfix: caf\xC3\xA9 %zz");
-  EXPECT_TRUE(r.response.status.from_server);
+  EXPECT_TRUE(r.response.from_server);
   EXPECT_EQ(r.response.message, "");
 }
 
@@ -362,7 +362,7 @@ TEST(CallUnary, EveryCodeRoundTripsTrailersOnly) {
     });
     EXPECT_EQ(static_cast<int>(r.response.status.code), code);
     EXPECT_EQ(r.response.status.message, "msg " + std::to_string(code));
-    EXPECT_TRUE(r.response.status.from_server);
+    EXPECT_TRUE(r.response.from_server);
   }
 }
 
@@ -372,7 +372,7 @@ TEST(CallUnary, EveryCodeRoundTripsInTrailers) {
       s.Respond(kGrpcHeaders, GrpcFrame("body"), GrpcTrailers(code, "m"));
     });
     EXPECT_EQ(static_cast<int>(r.response.status.code), code);
-    EXPECT_TRUE(r.response.status.from_server);
+    EXPECT_TRUE(r.response.from_server);
     // The message is returned only with OK.
     EXPECT_EQ(r.response.message, code == 0 ? "body" : "");
   }
@@ -391,7 +391,7 @@ TEST(CallUnary, HttpStatusWithoutGrpcStatusMapsByTable) {
     });
     EXPECT_EQ(r.response.status.code, code) << http;
     EXPECT_THAT(r.response.status.message, HasSubstr(std::to_string(http)));
-    EXPECT_TRUE(r.response.status.from_server);
+    EXPECT_TRUE(r.response.from_server);
   }
 }
 
@@ -423,7 +423,7 @@ TEST(CallUnary, GrpcStatusWinsOverHttpStatus) {
   });
   EXPECT_EQ(r.response.status.code, GrpcCode::kUnavailable);
   EXPECT_EQ(r.response.status.message, "draining");
-  EXPECT_TRUE(r.response.status.from_server);
+  EXPECT_TRUE(r.response.from_server);
 }
 
 TEST(CallUnary, NonGrpcContentTypeIsUnknown) {
@@ -452,7 +452,7 @@ TEST(CallUnary, MissingTrailers) {
   auto r = RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("x"), std::nullopt); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_EQ(r.response.status.message, "server closed the stream without sending trailers");
-  EXPECT_FALSE(r.response.status.from_server);
+  EXPECT_FALSE(r.response.from_server);
   EXPECT_EQ(r.response.message, "");
 }
 
@@ -477,7 +477,7 @@ TEST(CallUnary, MalformedGrpcStatus) {
     });
     EXPECT_EQ(r.response.status.code, GrpcCode::kInternal) << bad;
     EXPECT_THAT(r.response.status.message, HasSubstr("malformed grpc-status"));
-    EXPECT_FALSE(r.response.status.from_server);
+    EXPECT_FALSE(r.response.from_server);
   }
 }
 
@@ -488,7 +488,7 @@ TEST(CallUnary, CompressedFlagRejected) {
       RunCall([](FakeServer& s) { s.Respond(kGrpcHeaders, GrpcFrame("x", 1), GrpcTrailers(0)); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kInternal);
   EXPECT_EQ(r.response.status.message, "compressed response not supported");
-  EXPECT_FALSE(r.response.status.from_server);
+  EXPECT_FALSE(r.response.from_server);
 }
 
 TEST(CallUnary, UnknownFlagRejected) {
@@ -549,7 +549,7 @@ TEST(CallUnary, FiveMiBOverDefaultMax) {
   EXPECT_EQ(r.response.status.code, GrpcCode::kResourceExhausted);
   EXPECT_EQ(r.response.status.message,
             "grpc: received message larger than max (5242880 vs. 4194304)");
-  EXPECT_FALSE(r.response.status.from_server);
+  EXPECT_FALSE(r.response.from_server);
   EXPECT_EQ(r.response.message, "");
 }
 
@@ -590,7 +590,7 @@ TEST(CallUnary, RstStreamMapsLikeGrpcGo) {
     EXPECT_EQ(r.response.status.code, code) << h2;
     EXPECT_THAT(r.response.status.message,
                 HasSubstr("stream terminated by RST_STREAM with error code: "));
-    EXPECT_FALSE(r.response.status.from_server);
+    EXPECT_FALSE(r.response.from_server);
   }
 }
 
@@ -608,7 +608,7 @@ TEST(CallUnary, GoawayBeforeResponse) {
   EXPECT_EQ(r.response.status.code, GrpcCode::kUnavailable);
   EXPECT_THAT(r.response.status.message, HasSubstr("GOAWAY"));
   EXPECT_THAT(r.response.status.message, HasSubstr("shutting down"));
-  EXPECT_FALSE(r.response.status.from_server);
+  EXPECT_FALSE(r.response.from_server);
 }
 
 TEST(CallUnary, GracefulGoawayStillAnswers) {
@@ -645,7 +645,7 @@ TEST(CallUnary, PeerClosesConnection) {
   auto r = RunCall([](FakeServer& s) { s.CloseConnection(); });
   EXPECT_EQ(r.response.status.code, GrpcCode::kUnavailable);
   EXPECT_THAT(r.response.status.message, HasSubstr("connection closed"));
-  EXPECT_FALSE(r.response.status.from_server);
+  EXPECT_FALSE(r.response.from_server);
 }
 
 TEST(CallUnary, PeerResetsConnection) {
@@ -658,7 +658,7 @@ TEST(CallUnary, PeerNeverAnswersHitsDeadline) {
   auto r = RunCall([](FakeServer&) {}, DefaultRequest(), Deadline::After(300ms));
   EXPECT_EQ(r.response.status.code, GrpcCode::kDeadlineExceeded);
   EXPECT_EQ(r.response.status.message, "context deadline exceeded");
-  EXPECT_FALSE(r.response.status.from_server);
+  EXPECT_FALSE(r.response.from_server);
   EXPECT_GE(r.elapsed, 250ms);
   EXPECT_LT(r.elapsed, 3s);
 }
@@ -735,7 +735,7 @@ TEST(CallUnaryRawBytes, GarbageIsAConnectionError) {
   ScriptedByteStream stream(std::string(64, '\xff'));
   auto response = CallUnary(stream, DefaultRequest(), Deadline::After(5s));
   EXPECT_FALSE(response.status.ok());
-  EXPECT_FALSE(response.status.from_server);
+  EXPECT_FALSE(response.from_server);
 }
 
 }  // namespace

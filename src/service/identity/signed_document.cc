@@ -465,7 +465,7 @@ void SignedDocumentVerifier::RememberSigner(PKCS7* p7, const SignedDocument& sig
   X509* cert = sk_X509_value(p7->d.sign->cert, 0);
   entry->der = DerOf(cert);
   if (entry->der.empty() ||
-      !SetChainWindow(X509_STORE_CTX_get0_chain(chain->ctx.get()), entry.get()) ||
+      !SetChainWindow(X509_STORE_CTX_get0_chain(chain->ctx.get()), entry.get()).ok() ||
       X509_up_ref(cert) != 1) {
     ERR_clear_error();
     return;

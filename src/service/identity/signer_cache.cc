@@ -147,7 +147,7 @@ bool CachedSigner::ChainValidNow() const {
          X509_cmp_time(chain_not_after.get(), nullptr) == 1;
 }
 
-bool SetChainWindow(STACK_OF(X509) * chain, CachedSigner* signer) {
+Status SetChainWindow(STACK_OF(X509) * chain, CachedSigner* signer) {
   const ASN1_TIME* latest_not_before = nullptr;
   const ASN1_TIME* earliest_not_after = nullptr;
   for (int i = 0; i < sk_X509_num(chain); ++i) {
@@ -163,19 +163,19 @@ bool SetChainWindow(STACK_OF(X509) * chain, CachedSigner* signer) {
     int earlier = ASN1_TIME_compare(not_after, earliest_not_after);
     if (later == -2 || earlier == -2) {  // a time that does not parse
       ERR_clear_error();
-      return false;
+      return Status::InvalidArgument("a certificate time in the chain does not parse");
     }
     if (later > 0) latest_not_before = not_before;
     if (earlier < 0) earliest_not_after = not_after;
   }
-  if (latest_not_before == nullptr) return false;
+  if (latest_not_before == nullptr) return Status::InvalidArgument("an empty chain");
   signer->chain_not_before.reset(ASN1_STRING_dup(latest_not_before));
   signer->chain_not_after.reset(ASN1_STRING_dup(earliest_not_after));
   if (!signer->chain_not_before || !signer->chain_not_after) {
     ERR_clear_error();
-    return false;
+    return Status::Internal("copying the chain's validity times failed");
   }
-  return true;
+  return Status::Ok();
 }
 
 std::shared_ptr<const CachedSigner> SignerCache::Find(const CertDigest& digest) {

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "common/openssl.h"
+#include "common/status.h"
 
 namespace hotfix::service {
 
@@ -74,9 +75,10 @@ struct CachedSigner {
 };
 
 // The verified chain's validity window for `signer`: the latest notBefore and the earliest
-// notAfter over `chain` (X509_STORE_CTX_get0_chain after X509_verify_cert succeeded). False
-// if a time does not compare (it did, for the chain to verify).
-bool SetChainWindow(STACK_OF(X509) * chain, CachedSigner* signer);
+// notAfter over `chain` (X509_STORE_CTX_get0_chain after X509_verify_cert succeeded).
+// InvalidArgument for an empty chain or a time that does not compare (it did, for the chain to
+// verify); Internal when OpenSSL cannot copy a time.
+Status SetChainWindow(STACK_OF(X509) * chain, CachedSigner* signer);
 
 // At most `capacity` signers by the SHA-256 of their DER; the least recently used goes when
 // full. A mutex guards a few map operations, never a cryptographic one. capacity 0: holds

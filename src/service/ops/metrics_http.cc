@@ -57,7 +57,8 @@ StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
   server->handlers_ = std::make_unique<Handlers>();
   server->handlers_->metrics = std::make_unique<MetricsHandler>(std::move(metrics_text));
-  if (rollouts != nullptr) server->handlers_->rollouts = std::make_unique<RolloutsHandler>(rollouts);
+  if (rollouts != nullptr)
+    server->handlers_->rollouts = std::make_unique<RolloutsHandler>(rollouts);
   try {
     // As prometheus::Exposer configures civetweb (prometheus-cpp pull/src/exposer.cc).
     server->http_ = std::make_unique<CivetServer>(
@@ -66,7 +67,8 @@ StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     return Status::Unavailable("cannot serve metrics on " + listen + ": " + e.what());
   }
   server->http_->addHandler("/metrics", server->handlers_->metrics.get());
-  if (rollouts != nullptr) server->http_->addHandler("/rollouts", server->handlers_->rollouts.get());
+  if (rollouts != nullptr)
+    server->http_->addHandler("/rollouts", server->handlers_->rollouts.get());
   return server;
 }
 

@@ -140,7 +140,7 @@ TEST_F(H2SessionTest, AnErrorIsATrailersOnlyStatusWithThePercentEncodedMessage) 
   handler_.next.error_message = "node identity not accepted: 100% \xc3\xa9";
   wire::UnaryResponse r = Call(session, "x");
   EXPECT_EQ(r.status.code, GrpcCode::kUnauthenticated);
-  EXPECT_TRUE(r.status.from_server);
+  EXPECT_TRUE(r.from_server);
   EXPECT_EQ(r.status.message, "node identity not accepted: 100% \xc3\xa9");
 }
 
