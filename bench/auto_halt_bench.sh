@@ -141,8 +141,7 @@ done
 reports=$(grep -c '"msg":"ReportHotfixOutcome".*"code":"OK"' "$work/service.log" || true)
 dups=$(grep -c '"msg":"ReportHotfixOutcome".*"duplicate":true' "$work/service.log" || true)
 ((dups == 0)) || die "$dups reports were repeats: every document is a distinct node"
-col() { awk -F'\t' -v s="$1" -v k="$2" 'NR > 1 && $2 == s { print $k }' "$samples"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+source bench/lib/tsv.sh  # col, median
 med_a=$(col A 7 | median) med_b=$(col B 7 | median)
 cps_a=$(col A 5 | median) cps_b=$(col B 5 | median)
 ratio=$(awk -v a="$med_a" -v b="$med_b" 'BEGIN { printf "%.3f", b / a }')

@@ -62,27 +62,9 @@ work=$out/work
 run_dir=${BENCH_RUN_DIR:-$work}/client-run
 rm -rf "$work" "$run_dir" && mkdir -p "$work/etc" "$run_dir"
 
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
-wait_port() {
-  for _ in $(seq 100); do nc -z 127.0.0.1 "$1" 2>/dev/null && return 0; sleep 0.1; done
-  echo "nothing listens on 127.0.0.1:$1 (see $work/*.log)" >&2
-  exit 1
-}
-port_free() {
-  if nc -z 127.0.0.1 "$1" 2>/dev/null; then
-    echo "port $1 is already in use; set BENCH_*_PORT (see --help)" >&2
-    exit 1
-  fi
-}
+# pids, the clean-up on exit and log() come from the stack's prologue.
+source bench/lib/stack.sh
+die() { echo "client_bench: $*" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------------------
 log "build (Release; ninja -j$jobs)"
@@ -128,7 +110,7 @@ fi
 # ---------------------------------------------------------------------------------------
 log "stack: certificates, node config, lps-dev-server, apiserver, IMDS, HAProxy"
 for p in "$proxy_port" "$lps_port" "$api_port" "$imds_port" "$silent_port" "$dead_port"; do
-  port_free "$p"
+  stack_ports_free "$p" "$p" "BENCH_*_PORT (see --help)"
 done
 source scripts/lib/certs.sh
 make_cluster_pki "$work/etc" bench-cluster-ca "$lps_name" "$fqdn"
@@ -159,7 +141,9 @@ pids+=($!)
 # The silent peer: accepts TCP, reads, never answers (for both give-up benchmarks).
 "$benchutil" silent 127.0.0.1 "$silent_port" >"$work/silent.log" 2>&1 &
 pids+=($!)
-for p in "$lps_port" "$api_port" "$imds_port" "$proxy_port" "$silent_port"; do wait_port "$p"; done
+for p in "$lps_port" "$api_port" "$imds_port" "$proxy_port" "$silent_port"; do
+  stack_wait_port "$p" "$work/*.log"
+done
 
 imds_ok="http://127.0.0.1:$imds_port/metadata/attested/document?api-version=2025-04-07"
 imds_dead="http://127.0.0.1:$dead_port/metadata/attested/document?api-version=2025-04-07"
@@ -246,7 +230,7 @@ startup "$rounds"
 log "give up: silent peer on --connect-to ($giveup_rounds rounds)"
 interleave silent-peer "$giveup_rounds" "127.0.0.1:$silent_port" "$imds_ok" failed record
 log "give up: dead IMDS, nothing listening ($giveup_rounds rounds)"
-port_free "$dead_port"
+stack_ports_free "$dead_port" "$dead_port" "BENCH_*_PORT (see --help)"
 interleave dead-imds "$giveup_rounds" "127.0.0.1:$proxy_port" "$imds_dead" failed record
 log "give up: silent IMDS, accepts and never answers ($giveup_rounds rounds)"
 interleave silent-imds "$giveup_rounds" "127.0.0.1:$proxy_port" "$imds_silent" failed record

@@ -439,8 +439,7 @@ if ((profile > 0)); then
 fi
 
 # ---------------------------------------------------------------------------------------
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-col() { awk -F'\t' -v s="$1" -v k="$2" 'NR > 1 && $2 == s { print $k }' "$samples"; }
+source bench/lib/tsv.sh  # col, median
 summary=$out/summary.md
 {
   echo "# node_boot_bench $(date -u +%Y-%m-%dT%H:%MZ)"

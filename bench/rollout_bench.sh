@@ -284,8 +284,7 @@ share_of() {
 }
 
 # ---------------------------------------------------------------------------------------
-col() { awk -F'\t' -v s="$1" -v k="$2" 'NR > 1 && $2 == s { print $k }' "$samples"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+source bench/lib/tsv.sh  # col, median
 med_a=$(col A 8 | median) med_b=$(col B 8 | median)
 cps_a=$(col A 6 | median) cps_b=$(col B 6 | median)
 # Adjacent rounds' ratios (A and B of one round run back to back, so slow drift cancels).

@@ -241,8 +241,7 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------------------------------
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-col() { awk -F'\t' -v s="$1" -v k="$2" '$2 == s { print $k }' "$samples"; }
+source bench/lib/tsv.sh  # col, median
 summary=$out/summary.md
 {
   echo "# service_bench $(date -u +%Y-%m-%dT%H:%MZ)"

@@ -33,7 +33,7 @@ if [[ -z ${SKIP_TSAN:-} ]]; then
     -DCMAKE_CXX_FLAGS=-O1 -DHOTFIX_TSAN=ON -DHOTFIX_WERROR=ON \
     -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
   tsan_targets=(service_e2e_test service_auto_halt_e2e_test nginx_routing_test proxy_routing_test
-                deploy_config_test common_log_test)
+                deploy_config_test common_log_test common_log_budget_test)
   for f in tests/service/*_test.cc tests/service/*/*_test.cc; do tsan_targets+=("$(basename "$f" .cc)"); done
   ninja -C "$tsan" -j"$(nproc)" "${tsan_targets[@]}"
   # Reports go to files as well as failing the process: a race in a service binary a test

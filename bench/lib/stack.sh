@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The service stack's start-up, shared by bench/service_bench.sh, bench/node_boot_bench.sh,
-# bench/rollout_bench.sh and bench/soak.sh (sourced). Every function that starts a process appends its PID to `pids`,
+# bench/rollout_bench.sh, bench/client_bench.sh and bench/soak.sh (sourced). Every function that starts a process appends its PID to `pids`,
 # which the EXIT trap set here kills (with `idle_pid`, stack_idle_rss's holder, if running);
 # failures go through the caller's `die`.
 

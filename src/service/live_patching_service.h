@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/log_budget.h"
 #include "service/control/rollout_status.h"
 #include "service/identity/node_identity.h"
 #include "service/identity/rate_limiter.h"
@@ -146,7 +147,7 @@ class LivePatchingServiceImpl final : public GrpcHandler {
 
   LivePatchingServiceOptions options_;
   std::set<std::string> allowed_;  // lower-cased allowed_subscriptions
-  RefusalLogBudget refusal_lines_{kRefusalLinesPerSecond};
+  LogBudget refusal_lines_{kRefusalLinesPerSecond, std::chrono::seconds(1)};
 };
 
 }  // namespace hotfix::service

@@ -16,13 +16,11 @@ StatusOr<AuthenticatorSetup> MakeAuthenticator(const AuthenticatorFlags& flags, 
   options.signer_name = flags.signer_name;
   options.max_token_age = flags.max_token_age;
   options.anchors_are_issuers = !flags.issuers_path.empty();
-  const std::string& path =
-      options.anchors_are_issuers ? flags.issuers_path : flags.roots_path;
+  const std::string& path = options.anchors_are_issuers ? flags.issuers_path : flags.roots_path;
   auto roots = AttestationRoots::Load(path, std::move(options));
   if (!roots.ok()) return roots.status();
   log->Info("verifying attested documents",
-            {{flags.issuers_path.empty() ? "attestation_roots" : "attestation_issuers",
-              path},
+            {{flags.issuers_path.empty() ? "attestation_roots" : "attestation_issuers", path},
              {"root_certificates", static_cast<int64_t>((*roots)->certificates())},
              {"signer_name", flags.signer_name},
              {"max_token_age_s", static_cast<int64_t>(flags.max_token_age.count())}});

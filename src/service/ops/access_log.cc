@@ -50,20 +50,4 @@ std::string FormatAccessLogLine(LogLevel level, const AccessLogEntry& e,
   return out;
 }
 
-bool RefusalLogBudget::Admit(std::chrono::steady_clock::time_point now, uint64_t* not_logged) {
-  const int64_t second =
-      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  int64_t seen = second_.load(std::memory_order_relaxed);
-  // The first caller in a new second opens it; racing callers may each count one line more.
-  if (seen != second && second_.compare_exchange_strong(seen, second)) {
-    in_second_.store(0, std::memory_order_relaxed);
-  }
-  if (in_second_.fetch_add(1, std::memory_order_relaxed) >= per_second_) {
-    not_logged_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  *not_logged = not_logged_.exchange(0, std::memory_order_relaxed);
-  return true;
-}
-
 }  // namespace hotfix::service

@@ -5,7 +5,6 @@
 // (docs/BENCHMARKS.md, "Where the service's time goes").
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -42,26 +41,9 @@ struct AccessLogEntry {
   std::string_view detail;
   bool duplicate = false;  // a repeat this replica saw recently: not counted
   // On refused calls' (WARN) lines: how many refusals were not logged since the last such
-  // line (RefusalLogBudget); absent from OK calls' lines.
+  // line (common/log_budget.h); absent from OK calls' lines.
   bool refused = false;
   uint64_t refusals_not_logged = 0;
-};
-
-// At most `per_second` refused calls' lines a second, the rest counted (and said in the next
-// line that is written): a peer that is refused at will must not decide how much the service
-// writes. Thread-safe; lock-free.
-class RefusalLogBudget {
- public:
-  explicit RefusalLogBudget(uint32_t per_second) : per_second_(per_second) {}
-  // True when this refusal's line is written; then *not_logged is how many were not since the
-  // last one that was.
-  bool Admit(std::chrono::steady_clock::time_point now, uint64_t* not_logged);
-
- private:
-  const uint32_t per_second_;
-  std::atomic<int64_t> second_{-1};
-  std::atomic<uint32_t> in_second_{0};
-  std::atomic<uint64_t> not_logged_{0};
 };
 
 // One line, ending in '\n'. Strings are escaped as nlohmann::json escapes them (invalid

@@ -5,24 +5,18 @@
 
 namespace hotfix::service {
 
+TransportEventLog::TransportEventLog(Metrics* metrics, Logger* log) : metrics_(metrics), log_(log) {
+  for (size_t i = 0; i < kKinds; ++i) budgets_.emplace_back(1, kEventLogInterval);
+}
+
 void TransportEventLog::OnTransportEvent(TransportEvent event, std::string_view peer,
                                          std::string_view detail) {
   metrics_->RecordTransportEvent(event);
   if (event == TransportEvent::kAccepted || event == TransportEvent::kClosed) return;
-  auto index = static_cast<size_t>(event);
-  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::steady_clock::now().time_since_epoch())
-                    .count();
-  int64_t last = last_logged_[index].load(std::memory_order_relaxed);
-  if (last != 0 && now - last < kEventLogIntervalSeconds) {
-    suppressed_[index].fetch_add(1, std::memory_order_relaxed);
+  uint64_t not_logged = 0;
+  if (!budgets_[static_cast<size_t>(event)].Admit(std::chrono::steady_clock::now(), &not_logged)) {
     return;
   }
-  if (!last_logged_[index].compare_exchange_strong(last, now)) {
-    suppressed_[index].fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  uint64_t not_logged = suppressed_[index].exchange(0);
   log_->Warn("connection limit", {{"event", TransportEventName(event)},
                                   {"peer", std::string(peer)},
                                   {"detail", std::string(detail)},

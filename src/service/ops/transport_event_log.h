@@ -1,14 +1,15 @@
 // Transport events (transport/transport_events.h) into the metrics, and into the log at most
-// once per kEventLogIntervalSeconds per kind (a flood of refused connections must not become
-// a flood of log lines), with how many were not logged since. Thread-safe; lock-free.
+// once per kind per kEventLogInterval (common/log_budget.h: a flood of refused connections must
+// not become a flood of log lines), with how many were not logged since. Thread-safe.
 #pragma once
 
-#include <array>
-#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <string_view>
 
 #include "common/log.h"
+#include "common/log_budget.h"
 #include "service/ops/metrics.h"
 #include "service/transport/transport_events.h"
 
@@ -16,9 +17,9 @@ namespace hotfix::service {
 
 class TransportEventLog final : public TransportEventSink {
  public:
-  static constexpr int64_t kEventLogIntervalSeconds = 10;
+  static constexpr std::chrono::seconds kEventLogInterval{10};
 
-  TransportEventLog(Metrics* metrics, Logger* log) : metrics_(metrics), log_(log) {}
+  TransportEventLog(Metrics* metrics, Logger* log);
   void OnTransportEvent(TransportEvent event, std::string_view peer,
                         std::string_view detail) override;
 
@@ -26,8 +27,7 @@ class TransportEventLog final : public TransportEventSink {
   static constexpr size_t kKinds = static_cast<size_t>(TransportEvent::kCount);
   Metrics* metrics_;
   Logger* log_;
-  std::array<std::atomic<int64_t>, kKinds> last_logged_{};
-  std::array<std::atomic<uint64_t>, kKinds> suppressed_{};
+  std::deque<LogBudget> budgets_;  // one per kind (a deque: LogBudget does not move)
 };
 
 }  // namespace hotfix::service

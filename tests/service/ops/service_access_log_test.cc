@@ -7,24 +7,6 @@
 namespace hotfix::service {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::steady_clock;
-
-TEST(RefusalLogBudgetTest, WritesSoManyASecondAndCountsTheRest) {
-  RefusalLogBudget budget(20);
-  const steady_clock::time_point start = steady_clock::time_point{} + std::chrono::hours(1);
-  uint64_t not_logged = 99;
-  int admitted = 0;
-  for (int i = 0; i < 100; ++i) admitted += budget.Admit(start + milliseconds(i), &not_logged);
-  EXPECT_EQ(admitted, 20);
-  EXPECT_EQ(not_logged, 0u);  // the last admitted line had nothing to report
-  // The next second: the first line says how many were not written.
-  ASSERT_TRUE(budget.Admit(start + milliseconds(1000), &not_logged));
-  EXPECT_EQ(not_logged, 80u);
-  ASSERT_TRUE(budget.Admit(start + milliseconds(1001), &not_logged));
-  EXPECT_EQ(not_logged, 0u);
-}
-
 TEST(AccessLogLineTest, RefusedLinesSayHowManyWereNotLogged) {
   AccessLogEntry entry;
   entry.code = "UNAUTHENTICATED";
