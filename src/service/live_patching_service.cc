@@ -56,7 +56,7 @@ GrpcStatus LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDec
                                                 "): " + auth.error.message());
 }
 
-GrpcStatus LivePatchingServiceImpl::Authorize(const CallInput& input,
+GrpcStatus LivePatchingServiceImpl::Authorize(const std::string& cluster,
                                               const NodeIdentity& identity) const {
   if (!allowed_.empty() && allowed_.count(AsciiLower(identity.subscription_id)) == 0) {
     return Refuse(GrpcCode::kPermissionDenied,
@@ -65,13 +65,12 @@ GrpcStatus LivePatchingServiceImpl::Authorize(const CallInput& input,
   }
   const std::vector<std::string>& patterns = options_.allowed_authorities;
   if (patterns.empty()) return GrpcStatus{};
-  const std::string host = MakeRolloutNode("", "", input.authority).cluster;
   if (std::any_of(patterns.begin(), patterns.end(),
-                  [&](const std::string& p) { return MatchesClusterPattern(p, host); })) {
+                  [&](const std::string& p) { return MatchesClusterPattern(p, cluster); })) {
     return GrpcStatus{};
   }
   return Refuse(GrpcCode::kPermissionDenied,
-                "authority " + Printable(host) + " matches no --allowed-authorities pattern");
+                "authority " + Printable(cluster) + " matches no --allowed-authorities pattern");
 }
 
 GrpcStatus LivePatchingServiceImpl::WithinRate(const NodeIdentity& identity) {
@@ -109,9 +108,11 @@ namespace {
 
 // The node as rollouts see it. The insecure identity is a placeholder, not a node: it
 // buckets nothing and matches no subscription or vmId (docs/ROLLOUTS.md, "Development mode").
-RolloutNode NodeOf(const NodeIdentity& id, std::string_view authority) {
-  return MakeRolloutNode(id.insecure ? "" : id.vm_id, id.insecure ? "" : id.subscription_id,
-                         authority);
+RolloutNode NodeOf(const NodeIdentity& id, const std::string& cluster) {
+  RolloutNode node =
+      MakeRolloutNode(id.insecure ? "" : id.vm_id, id.insecure ? "" : id.subscription_id, "");
+  node.cluster = cluster;  // CallDecision::cluster, made once per call
+  return node;
 }
 
 }  // namespace
@@ -124,7 +125,7 @@ GrpcStatus LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision*
     decision->served_hotfixes = config.hotfixes_json;
     return GrpcStatus{};
   }
-  decision->config = config.ServedTo(NodeOf(decision->identity, input.authority), RolloutNow(),
+  decision->config = config.ServedTo(NodeOf(decision->identity, decision->cluster), RolloutNow(),
                                      &decision->applied_rollouts);
   decision->served_hotfixes = decision->config;
   return GrpcStatus{};
@@ -174,7 +175,7 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
     // those the ones that name the reported version for its base.
     // The answer's rollouts without the served JSON, which a report does not send.
     const std::vector<size_t> applied =
-        AnswerFor(*config.hotfixes, config.rollouts, NodeOf(decision->identity, input.authority),
+        AnswerFor(*config.hotfixes, config.rollouts, NodeOf(decision->identity, decision->cluster),
                   RolloutNow())
             .applied;
     for (size_t i : applied) {
@@ -204,9 +205,10 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
 
 CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   CallDecision decision;
+  decision.cluster = MakeRolloutNode("", "", input.authority).cluster;
   std::optional<IdentityCacheTicket> remember;
   decision.status = Authenticate(input, &decision, &remember);
-  if (decision.status.ok()) decision.status = Authorize(input, decision.identity);
+  if (decision.status.ok()) decision.status = Authorize(decision.cluster, decision.identity);
   if (decision.status.ok()) decision.status = WithinRate(decision.identity);
   if (!decision.status.ok()) return decision;
   if (remember) options_.authenticator->Admit(decision.identity, *remember);
@@ -255,7 +257,7 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   entry.insecure_identity = decision.identity.insecure;
   std::string component = Printable(input.component_name);
   // The host a simulate fleet file needs (docs/ROLLOUTS.md); bounded like the name.
-  std::string cluster = Printable(MakeRolloutNode("", "", input.authority).cluster, 255);
+  std::string cluster = Printable(decision.cluster, 255);
   entry.cluster = cluster;
   entry.component = component;
   entry.code = wire::GrpcCodeUpperName(decision.status.code);

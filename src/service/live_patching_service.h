@@ -102,6 +102,9 @@ struct CallDecision {
   std::vector<size_t> applied_rollouts;
   // For files of the hotfixes shape: the map served (compact JSON), for the access log.
   std::string served_hotfixes;
+  // The :authority's host, lower-cased, port removed: the rollouts' cluster, the authority
+  // allow-list's and the access log's.
+  std::string cluster;
   // ReportHotfixOutcome: the outcome once valid; applied_rollouts then holds the rollouts it
   // is attributed to (they apply to the node now and name that version for that base).
   std::optional<ReportedOutcome> reported;
@@ -135,7 +138,7 @@ class LivePatchingServiceImpl final : public GrpcHandler {
   wire::GrpcStatus Authenticate(const CallInput& input, CallDecision* decision,
                                 std::optional<IdentityCacheTicket>* remember);
   // The subscription allow-list, then the authority patterns.
-  wire::GrpcStatus Authorize(const CallInput& input, const NodeIdentity& identity) const;
+  wire::GrpcStatus Authorize(const std::string& cluster, const NodeIdentity& identity) const;
   wire::GrpcStatus WithinRate(const NodeIdentity& identity);
   // The component's config (then in decision->rollout_config), or a refusal.
   wire::GrpcStatus FindComponent(const CallInput& input, CallDecision* decision) const;
