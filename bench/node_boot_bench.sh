@@ -354,25 +354,31 @@ if ((refused)); then
   yes "$(head -1 "$work/untrusted.txt")" | head -n "$n" >"$work/refused-repeat.txt" || true
   stack_mint_pool "$mint" "$work/pki-untrusted" "$n" "$work/refused-distinct.txt"
   printf 'server\tkind\trefused\tfailed\tcalls_per_s\tserver_cpu_s\tms_cpu_per_call\n' >"$refused_tsv"
+  # refused_load PID ADDR TOKENS FILE: the untrusted documents' load against ADDR, its output in
+  # FILE; sets `line` (the load generator's result) and `cpu_s` (PID's CPU over the load).
+  refused_load() {
+    local c0 c1
+    sleep 1
+    c0=$(cpu_ticks "$1")
+    load "$2" --tokens-file "$3" --parallel "$parallel" --seconds "$seconds" --want-code 16 \
+      >"$4" 2>"$4.err" || true
+    sleep 0.5
+    c1=$(cpu_ticks "$1")
+    line=$(grep '^result ' "$4") || die "refused calls: benchclient boot failed (see $4.err)"
+    cpu_s=$(awk -v a="$c0" -v b="$c1" -v t="$tck" 'BEGIN { print (b - a) / t }')
+  }
   for label in "${labels[@]}"; do
     for kind in repeat distinct; do
       f=$out/refused-$kind-${label}.txt
-      sleep 1
-      c0=$(cpu_ticks "${pid_of[$label]}")
-      load "${addr_of[$label]}" --tokens-file "$work/refused-$kind.txt" --parallel "$parallel" \
-        --seconds "$seconds" --want-code 16 >"$f" 2>"$f.err" || true
-      sleep 0.5
-      c1=$(cpu_ticks "${pid_of[$label]}")
-      line=$(grep '^result ' "$f") || die "$label refused ($kind): benchclient boot failed"
+      refused_load "${pid_of[$label]}" "${addr_of[$label]}" "$work/refused-$kind.txt" "$f"
       ok=$(get ok) bad=$(get failed) cps=$(get calls_per_s)
       ((ok > 0)) || die "$label refused ($kind): no call answered UNAUTHENTICATED (see $f)"
       if ((bad > 0)); then
         failures=$((failures + bad))
         echo "$label refused ($kind): $bad calls not answered UNAUTHENTICATED" >&2
       fi
-      awk -v l="$label" -v k="$kind" -v ok="$ok" -v bad="$bad" -v cps="$cps" -v c0="$c0" \
-          -v c1="$c1" -v t="$tck" 'BEGIN { cpu = (c1 - c0) / t
-            printf "%s\t%s\t%d\t%d\t%s\t%.2f\t%.3f\n", l, k, ok, bad, cps, cpu, 1000 * cpu / ok }' \
+      awk -v l="$label" -v k="$kind" -v ok="$ok" -v bad="$bad" -v cps="$cps" -v cpu="$cpu_s" \
+          'BEGIN { printf "%s\t%s\t%d\t%d\t%s\t%.2f\t%.3f\n", l, k, ok, bad, cps, cpu, 1000 * cpu / ok }' \
         >>"$refused_tsv"
       tail -1 "$refused_tsv" | awk -F'\t' '{ printf "%s refused (%s): %d calls, %s/s, %.3f ms CPU per call\n", $1, $2, $3, $5, $7 }' >&2
     done
@@ -391,18 +397,11 @@ if ((refused)); then
     stack_start_haproxy "$shed_proxy" "$shed_port" "$api_port" "$work/haproxy-shed.log" send-proxy
     for p in "$shed_port" "$shed_proxy"; do stack_wait_port "$p" "$work"; done
     f=$out/refused-shed.txt
-    sleep 1
-    c0=$(cpu_ticks "$shed_pid")
-    load "127.0.0.1:$shed_proxy" --tokens-file "$work/refused-repeat.txt" --parallel "$parallel" \
-      --seconds "$seconds" --want-code 16 >"$f" 2>"$f.err" || true
-    sleep 0.5
-    c1=$(cpu_ticks "$shed_pid")
-    line=$(grep '^result ' "$f") || die "shed: benchclient boot failed"
+    refused_load "$shed_pid" "127.0.0.1:$shed_proxy" "$work/refused-repeat.txt" "$f"
     ok=$(get ok) bad=$(get failed) el=$(get elapsed_s)
     ((ok > 0 && bad > ok)) || die "shed: $ok answered, $bad closed: the peer was not shed (see $f)"
-    awk -v l="$cxx_label --proxy-protocol" -v ok="$ok" -v bad="$bad" -v el="$el" -v c0="$c0" \
-        -v c1="$c1" -v t="$tck" 'BEGIN { cpu = (c1 - c0) / t
-          printf "%s\tshed\t%d\t%d\t%.1f\t%.2f\t%.3f\n", l, ok, bad, (ok + bad) / el, cpu, 1000 * cpu / (ok + bad) }' \
+    awk -v l="$cxx_label --proxy-protocol" -v ok="$ok" -v bad="$bad" -v el="$el" -v cpu="$cpu_s" \
+        'BEGIN { printf "%s\tshed\t%d\t%d\t%.1f\t%.2f\t%.3f\n", l, ok, bad, (ok + bad) / el, cpu, 1000 * cpu / (ok + bad) }' \
       >>"$refused_tsv"
     tail -1 "$refused_tsv" | awk -F'\t' '{ printf "shed: %d answered, %d closed before TLS, %s attempts/s, %.3f ms CPU per attempt\n", $3, $4, $5, $7 }' >&2
   fi
