@@ -144,11 +144,7 @@ void HelloTap::HandleConnection(int fd) {
   if (upstream < 0)
     conn.error +=
         (conn.error.empty() ? "" : "; ") + std::string("upstream: ") + std::strerror(errno);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    connections_.push_back(conn);
-  }
-  changed_.notify_all();
+  connections_.Add(conn);
   if (upstream < 0) return;
   if (net::SendAll(upstream, buffered.data(), buffered.size())) {
     net::Relay(fd, upstream, server_->stopping());
@@ -156,24 +152,14 @@ void HelloTap::HandleConnection(int fd) {
   close(upstream);
 }
 
-std::vector<TappedConnection> HelloTap::connections() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return connections_;
-}
+std::vector<TappedConnection> HelloTap::connections() const { return connections_.All(); }
 
-size_t HelloTap::connection_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return connections_.size();
-}
+size_t HelloTap::connection_count() const { return connections_.size(); }
 
 bool HelloTap::WaitForConnections(size_t n, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return changed_.wait_for(lock, timeout, [&] { return connections_.size() >= n; });
+  return connections_.WaitFor(n, timeout);
 }
 
-void HelloTap::ClearConnections() {
-  std::lock_guard<std::mutex> lock(mu_);
-  connections_.clear();
-}
+void HelloTap::ClearConnections() { connections_.Clear(); }
 
 }  // namespace hotfix::testsupport

@@ -9,13 +9,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "recorder.h"
 
 namespace hotfix::testsupport {
 
@@ -63,9 +63,7 @@ class HelloTap {
 
   std::string upstream_host_;
   uint16_t upstream_port_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable changed_;
-  std::vector<TappedConnection> connections_;
+  Recorder<TappedConnection> connections_;
   std::unique_ptr<net::ConnectionServer> server_;  // last: stopped before the rest goes
 };
 

@@ -186,11 +186,7 @@ void ImdsStandin::Record(const httplib::Request& req) {
   r.params.insert(req.params.begin(), req.params.end());
   r.headers.assign(req.headers.begin(), req.headers.end());
   r.remote_addr = req.remote_addr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back(std::move(r));
-  }
-  changed_.notify_all();
+  requests_.Add(std::move(r));
 }
 
 void ImdsStandin::SleepUnlessStopping(std::chrono::milliseconds delay) const {
@@ -315,23 +311,16 @@ void ImdsStandin::SetRedirect(std::optional<std::string> location, int status) {
 void ImdsStandin::Reset() {
   std::lock_guard<std::mutex> lock(mu_);
   behavior_ = ImdsBehavior{};
-  requests_.clear();
+  requests_.Clear();
   served_signatures_.clear();
 }
 
-std::vector<ImdsRequest> ImdsStandin::requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return requests_;
-}
+std::vector<ImdsRequest> ImdsStandin::requests() const { return requests_.All(); }
 
-size_t ImdsStandin::request_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return requests_.size();
-}
+size_t ImdsStandin::request_count() const { return requests_.size(); }
 
 bool ImdsStandin::WaitForRequests(size_t n, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return changed_.wait_for(lock, timeout, [&] { return requests_.size() >= n; });
+  return requests_.WaitFor(n, timeout);
 }
 
 std::vector<std::string> ImdsStandin::served_signatures() const {

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "recorder.h"
 #include "test_certs.h"
 
 namespace httplib {
@@ -140,7 +141,7 @@ class ImdsStandin {
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
   ImdsBehavior behavior_;
-  std::vector<ImdsRequest> requests_;
+  Recorder<ImdsRequest> requests_;
   std::vector<std::string> served_signatures_;
   bool stopping_ = false;
   uint16_t port_ = 0;

@@ -130,7 +130,7 @@ class RawH2Server::Connection {
 
   void OnRequestComplete(int32_t stream_id) {
     Stream& stream = streams_[stream_id];
-    server_.Record(stream.request);
+    server_.requests_.Add(stream.request);
     switch (reply_.action) {
       case RawH2Action::kRespond:
         return Respond(stream_id);
@@ -263,22 +263,10 @@ RawH2Reply RawH2Server::reply() const {
   return reply_;
 }
 
-void RawH2Server::Record(RawH2Request request) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    requests_.push_back(std::move(request));
-  }
-  changed_.notify_all();
-}
-
-std::vector<RawH2Request> RawH2Server::requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return requests_;
-}
+std::vector<RawH2Request> RawH2Server::requests() const { return requests_.All(); }
 
 bool RawH2Server::WaitForRequests(size_t n, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return changed_.wait_for(lock, timeout, [&] { return requests_.size() >= n; });
+  return requests_.WaitFor(n, timeout);
 }
 
 void RawH2Server::HandleConnection(int fd) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "h2_frames.h"
+#include "recorder.h"
 #include "test_certs.h"
 
 namespace hotfix::testsupport {
@@ -100,14 +101,12 @@ class RawH2Server {
   class Connection;
   void HandleConnection(int fd);
   RawH2Reply reply() const;
-  void Record(RawH2Request request);
 
   struct SslContext;
   std::unique_ptr<SslContext> ctx_;
   mutable std::mutex mu_;
-  mutable std::condition_variable changed_;
-  RawH2Reply reply_;
-  std::vector<RawH2Request> requests_;
+  RawH2Reply reply_;  // guarded by mu_
+  Recorder<RawH2Request> requests_;
   std::unique_ptr<net::ConnectionServer> server_;  // last: stopped before the rest goes
 };
 

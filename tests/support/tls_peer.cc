@@ -26,7 +26,7 @@ std::vector<std::string> SplitAlpnWire(const unsigned char* in, unsigned int len
   return out;
 }
 
-// What the client offered, kept on the SSL for Record(); the callbacks fill it.
+// What the client offered, kept on the SSL for the connection's record; the callbacks fill it.
 struct Offer {
   bool client_hello = false;
   std::vector<std::string> alpn;
@@ -201,7 +201,7 @@ void TlsPeer::HandleConnection(int fd) {
   conn.selected_alpn = SelectedAlpn(ssl.get());
   conn.protocol_version = SSL_get_version(ssl.get());
   bool handshake_ok = conn.handshake_ok;
-  Record(std::move(conn));
+  connections_.Add(std::move(conn));
   if (handshake_ok) {
     timeval forever{0, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof(forever));
@@ -210,27 +210,12 @@ void TlsPeer::HandleConnection(int fd) {
   ossl::DrainErrors();
 }
 
-void TlsPeer::Record(TlsPeerConnection conn) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    connections_.push_back(std::move(conn));
-  }
-  changed_.notify_all();
-}
+std::vector<TlsPeerConnection> TlsPeer::connections() const { return connections_.All(); }
 
-std::vector<TlsPeerConnection> TlsPeer::connections() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return connections_;
-}
-
-size_t TlsPeer::connection_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return connections_.size();
-}
+size_t TlsPeer::connection_count() const { return connections_.size(); }
 
 bool TlsPeer::WaitForConnections(size_t n, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return changed_.wait_for(lock, timeout, [&] { return connections_.size() >= n; });
+  return connections_.WaitFor(n, timeout);
 }
 
 bool TlsPeer::WaitForAccepted(size_t n, std::chrono::milliseconds timeout) const {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "recorder.h"
 #include "test_certs.h"
 
 namespace hotfix::testsupport {
@@ -97,7 +98,6 @@ class TlsPeer {
 
  private:
   void HandleConnection(int fd);
-  void Record(TlsPeerConnection conn);
 
   TlsPeerMode mode_;
   TlsPeerAfterHandshake after_;
@@ -105,7 +105,7 @@ class TlsPeer {
   std::unique_ptr<SslContext> ctx_;
   mutable std::mutex mu_;
   mutable std::condition_variable changed_;
-  std::vector<TlsPeerConnection> connections_;
+  Recorder<TlsPeerConnection> connections_;
   std::unique_ptr<net::ConnectionServer> server_;  // last: stopped before the rest goes
 };
 

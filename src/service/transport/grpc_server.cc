@@ -138,7 +138,7 @@ struct GrpcServer::Impl {
   std::atomic<size_t> connections{0};
   std::array<std::atomic<uint32_t>, kPeerBuckets> peer_counts{};
   std::atomic<bool> fd_exhausted{false};
-  std::unique_ptr<RefusedPeers> refused_peers;
+  std::unique_ptr<RefusedPeers> refused_peers;  // when a listener takes PROXY headers
   // A descriptor held in reserve: closed to accept-and-shed one connection when accept()
   // fails with EMFILE, so the backlog drains instead of spinning the loop.
   std::mutex reserve_mu;
@@ -726,7 +726,11 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   GrpcServerOptions& o = impl->options;
-  impl->refused_peers = std::make_unique<RefusedPeers>(o.refused_peers);
+  // Only listeners with a PROXY header know a node's address (its table is 4,096 slots).
+  if (std::any_of(o.listeners.begin(), o.listeners.end(),
+                  [](const ListenerSpec& l) { return l.proxy_protocol; })) {
+    impl->refused_peers = std::make_unique<RefusedPeers>(o.refused_peers);
+  }
   for (const ListenerSpec& spec : o.listeners) {
     if (spec.tls && o.tls == nullptr) return Status::Internal("a TLS listener needs a context");
     auto listener = std::make_unique<Listener>();
