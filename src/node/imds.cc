@@ -30,7 +30,9 @@ wire::HttpResponseOptions ResponseOptions(const std::atomic<bool>& cancelled) {
   return options;
 }
 
-// Redirects are not followed: anything but 200 is an error, as in the reference.
+// Anything but 200 is an error, redirects included: Go's client would follow them (the
+// reference sets no CheckRedirect), but IMDS never redirects, and a redirect away from the
+// link-local address is not IMDS (docs/CHECK-HOTFIX.md, "Intentional differences").
 StatusOr<Secret> AttestedToken(const wire::HttpResponse& response) {
   if (response.status != 200) {
     return Status::Unavailable("imds returned status " + std::to_string(response.status));
