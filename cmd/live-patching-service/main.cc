@@ -407,8 +407,8 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "memory the process may use, e.g. 512Mi: the connection cap derives from it "
                  "(default: the cgroup's limit, if any)");
   app.add_option("--max-connections-per-peer", c.max_connections_per_peer,
-                 "open connections at most from one source address (behind a proxy: the "
-                 "proxy's); more are closed at once")
+                 "open connections at most from one source address (with --proxy-protocol the "
+                 "node's; behind a proxy without it, the proxy's); more are closed at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   app.add_option("--max-refusals-per-peer", c.max_refusals_per_peer,

@@ -57,7 +57,8 @@ struct ServerConfig {
   // Bytes the process may use; the connection cap derives from it (memory_budget.h). 0: the
   // cgroup's limit, if there is one.
   uint64_t memory_limit = 0;
-  size_t max_connections_per_peer = 512;  // per source address (behind a proxy: the proxy)
+  // Per source address: with proxy_protocol the node's, else (behind a proxy) the proxy's.
+  size_t max_connections_per_peer = 512;
   // With proxy_protocol: an address refused this many times within refusal_window is shed
   // before TLS for the rest of that window (refused_peers.h). 0: never.
   uint32_t max_refusals_per_peer = 10;

@@ -36,6 +36,14 @@ void AddValue(prometheus::MetricFamily* family, double value,
   family->metric.push_back(std::move(m));
 }
 
+// A family of one unlabelled value.
+void AddSingle(std::vector<prometheus::MetricFamily>* out, const char* name, const char* help,
+               prometheus::MetricType type, double value) {
+  auto family = Family(name, help, type);
+  AddValue(&family, value);
+  out->push_back(std::move(family));
+}
+
 // process_* in Prometheus' standard names (its client libraries' process collector), read
 // from /proc at the scrape: prometheus-cpp has no process collector.
 void AddProcessFamilies(std::vector<prometheus::MetricFamily>* out) {
@@ -78,11 +86,7 @@ void AddProcessFamilies(std::vector<prometheus::MetricFamily>* out) {
       {"process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
        MetricType::Gauge, boot + field(22) / ticks},
   };
-  for (const auto& [name, help, type, value] : values) {
-    auto family = Family(name, help, type);
-    AddValue(&family, value);
-    out->push_back(std::move(family));
-  }
+  for (const auto& [name, help, type, value] : values) AddSingle(out, name, help, type, value);
 }
 
 }  // namespace
@@ -92,26 +96,20 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
   std::vector<prometheus::MetricFamily> out;
   AddProcessFamilies(&out);
   if (sources.tls != nullptr) {
-    auto expiry = Family(kMetricTlsCertificateExpiry,
-                         "When the serving certificate in use (--tls-cert's leaf) expires, "
-                         "Unix seconds",
-                         MetricType::Gauge);
-    AddValue(&expiry, static_cast<double>(sources.tls->not_after()));
-    out.push_back(std::move(expiry));
+    AddSingle(&out, kMetricTlsCertificateExpiry,
+              "When the serving certificate in use (--tls-cert's leaf) expires, "
+              "Unix seconds",
+              MetricType::Gauge, static_cast<double>(sources.tls->not_after()));
   }
   if (sources.attestation_roots != nullptr) {
-    auto expiry = Family(kMetricAttestationRootsExpiry,
-                         "When the first --attestation-roots certificate in use expires, Unix "
-                         "seconds",
-                         MetricType::Gauge);
-    AddValue(&expiry, static_cast<double>(sources.attestation_roots->not_after()));
-    out.push_back(std::move(expiry));
-    auto reloaded = Family(kMetricAttestationRootsReloadSuccessful,
-                           "0 after a changed --attestation-roots file failed to load (the "
-                           "previous roots still verify), 1 otherwise",
-                           MetricType::Gauge);
-    AddValue(&reloaded, sources.attestation_roots->last_reload_successful() ? 1 : 0);
-    out.push_back(std::move(reloaded));
+    AddSingle(&out, kMetricAttestationRootsExpiry,
+              "When the first --attestation-roots certificate in use expires, Unix "
+              "seconds",
+              MetricType::Gauge, static_cast<double>(sources.attestation_roots->not_after()));
+    AddSingle(&out, kMetricAttestationRootsReloadSuccessful,
+              "0 after a changed --attestation-roots file failed to load (the "
+              "previous roots still verify), 1 otherwise",
+              MetricType::Gauge, sources.attestation_roots->last_reload_successful() ? 1 : 0);
   }
   if (sources.store != nullptr) {
     auto files = Family(kMetricComponentFileInfo,
@@ -180,18 +178,12 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
           static_cast<double>(s.signer_refusal_cache_hits)}},
     };
     for (const auto& [name, help_value] : counters) {
-      auto family = Family(name, help_value.first, MetricType::Counter);
-      AddValue(&family, help_value.second);
-      out.push_back(std::move(family));
+      AddSingle(&out, name, help_value.first, MetricType::Counter, help_value.second);
     }
-    auto entries =
-        Family(kMetricIdentityCacheEntries, "Verified documents held now", MetricType::Gauge);
-    AddValue(&entries, static_cast<double>(s.cache_entries));
-    out.push_back(std::move(entries));
-    auto signers =
-        Family(kMetricSignerCacheEntries, "Signer certificates held now", MetricType::Gauge);
-    AddValue(&signers, static_cast<double>(s.signer_cache_entries));
-    out.push_back(std::move(signers));
+    AddSingle(&out, kMetricIdentityCacheEntries, "Verified documents held now", MetricType::Gauge,
+              static_cast<double>(s.cache_entries));
+    AddSingle(&out, kMetricSignerCacheEntries, "Signer certificates held now", MetricType::Gauge,
+              static_cast<double>(s.signer_cache_entries));
   }
   if (sources.auto_halt != nullptr) {
     const AutoHaltStats s = sources.auto_halt->stats();
@@ -202,39 +194,29 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
     AddValue(&evaluations, static_cast<double>(s.ok), {{"result", "ok"}});
     AddValue(&evaluations, static_cast<double>(s.unavailable), {{"result", "unavailable"}});
     out.push_back(std::move(evaluations));
-    auto seconds = Family(kMetricAutoHaltSeconds,
-                          "Wall time the automatic-halt evaluations took, reading Prometheus "
-                          "included",
-                          MetricType::Counter);
-    AddValue(&seconds, s.seconds);
-    out.push_back(std::move(seconds));
+    AddSingle(&out, kMetricAutoHaltSeconds,
+              "Wall time the automatic-halt evaluations took, reading Prometheus "
+              "included",
+              MetricType::Counter, s.seconds);
   }
   if (sources.rate_limiter != nullptr) {
-    auto tracked = Family(kMetricRateLimiterTrackedNodes,
-                          "Nodes (vmIds) with a rate-limit bucket now", MetricType::Gauge);
-    AddValue(&tracked, static_cast<double>(sources.rate_limiter->tracked_keys()));
-    out.push_back(std::move(tracked));
+    AddSingle(&out, kMetricRateLimiterTrackedNodes, "Nodes (vmIds) with a rate-limit bucket now",
+              MetricType::Gauge, static_cast<double>(sources.rate_limiter->tracked_keys()));
   }
   if (sources.log != nullptr) {
-    auto dropped = Family(kMetricLogLinesDropped,
-                          "Log lines stderr never got: its reader fell more than the queue "
-                          "behind (common/log.h)",
-                          MetricType::Counter);
-    AddValue(&dropped, static_cast<double>(sources.log->dropped_lines()));
-    out.push_back(std::move(dropped));
+    AddSingle(&out, kMetricLogLinesDropped,
+              "Log lines stderr never got: its reader fell more than the queue "
+              "behind (common/log.h)",
+              MetricType::Counter, static_cast<double>(sources.log->dropped_lines()));
   }
   if (sources.kept_bytes != nullptr) {
-    auto kept = Family(kMetricKeptRequestBytes,
-                       "Request bytes streams keep now until they are answered "
-                       "(kept_bytes_budget.h)",
-                       MetricType::Gauge);
-    AddValue(&kept, static_cast<double>(sources.kept_bytes->used()));
-    out.push_back(std::move(kept));
-    auto budget = Family(kMetricKeptRequestBytesBudget,
-                         "Request bytes streams may keep at once; a stream over it is refused",
-                         MetricType::Gauge);
-    AddValue(&budget, static_cast<double>(sources.kept_bytes->limit()));
-    out.push_back(std::move(budget));
+    AddSingle(&out, kMetricKeptRequestBytes,
+              "Request bytes streams keep now until they are answered "
+              "(kept_bytes_budget.h)",
+              MetricType::Gauge, static_cast<double>(sources.kept_bytes->used()));
+    AddSingle(&out, kMetricKeptRequestBytesBudget,
+              "Request bytes streams may keep at once; a stream over it is refused",
+              MetricType::Gauge, static_cast<double>(sources.kept_bytes->limit()));
   }
   return out;
 }

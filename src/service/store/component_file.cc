@@ -135,9 +135,25 @@ void ScanEntry(const std::string& dir, size_t max_file_bytes, const std::string&
   }
 }
 
+}  // namespace
+
+bool IsValidComponentName(std::string_view name) {
+  return IsAsciiName(name, 64, /*digit_first=*/false);
+}
+
+StatusOr<ComponentConfig> ParseComponentConfig(std::string_view component,
+                                               std::string_view json_text) {
+  StatusOr<ComponentConfig> config = CheckComponentConfig(component, json_text);
+  if (!config.ok()) {
+    return config.status().Annotate(std::string(component) + std::string(kJsonSuffix));
+  }
+  config->digest = ossl::Sha256Hex(json_text).substr(0, kFileDigestHexDigits);
+  return config;
+}
+
 // Lists and loads the folder. Any listing error fails the whole scan: a partial listing
 // would read as "those components were removed".
-StatusOr<FolderLoad> ScanFolder(const std::string& dir_path, size_t max_file_bytes) {
+StatusOr<FolderLoad> LoadComponentFolder(const std::string& dir_path, size_t max_file_bytes) {
   if (dir_path.empty()) return Status::InvalidArgument("component folder not set");
   DIR* dir = ::opendir(dir_path.c_str());
   if (dir == nullptr) {
@@ -160,26 +176,6 @@ StatusOr<FolderLoad> ScanFolder(const std::string& dir_path, size_t max_file_byt
   FolderLoad scan;
   for (const std::string& name : names) ScanEntry(dir_path, max_file_bytes, name, &scan);
   return scan;
-}
-
-}  // namespace
-
-bool IsValidComponentName(std::string_view name) {
-  return IsAsciiName(name, 64, /*digit_first=*/false);
-}
-
-StatusOr<ComponentConfig> ParseComponentConfig(std::string_view component,
-                                               std::string_view json_text) {
-  StatusOr<ComponentConfig> config = CheckComponentConfig(component, json_text);
-  if (!config.ok()) {
-    return config.status().Annotate(std::string(component) + std::string(kJsonSuffix));
-  }
-  config->digest = ossl::Sha256Hex(json_text).substr(0, kFileDigestHexDigits);
-  return config;
-}
-
-StatusOr<FolderLoad> LoadComponentFolder(const std::string& dir, size_t max_file_bytes) {
-  return ScanFolder(dir, max_file_bytes);
 }
 
 Status ValidateComponentConfig(std::string_view component, std::string_view json_text) {
