@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,6 +25,7 @@
 namespace {
 
 namespace paths = hotfix::node::paths;
+using std::chrono::milliseconds;
 
 constexpr char kVersion[] = HOTFIX_AGENT_VERSION;
 // `hotfix-agent --version`: the version and the tree it was built from.
@@ -37,10 +37,9 @@ void AddLogLevelFlag(CLI::App& cmd, std::string& level) {
 }
 
 // A duration flag within [least, most], or its usage error on stderr.
-std::optional<std::chrono::milliseconds> DurationFlag(const char* command, const std::string& flag,
-                                                      const std::string& text,
-                                                      std::chrono::milliseconds least,
-                                                      std::chrono::milliseconds most) {
+std::optional<milliseconds> DurationFlag(const char* command, const std::string& flag,
+                                         const std::string& text, milliseconds least,
+                                         milliseconds most) {
   auto d = hotfix::ParseDurationWithin(text, least, most);
   if (d.ok()) return *d;
   std::cerr << command << ": " << d.status().Annotate(flag).message() << "\n";
@@ -239,12 +238,6 @@ void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
                "Do not report the binary hotfix's outcome to the live-patching service");
 }
 
-nlohmann::json ArgvList(const std::vector<hotfix::node::Argv>& commands) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& argv : commands) list.push_back(argv);
-  return list;
-}
-
 void PrintDownloadDryRun(const hotfix::node::DownloadHotfixResult& r,
                          const hotfix::node::DownloadHotfixOptions& o) {
   using hotfix::node::BinaryOutcome;
@@ -271,7 +264,7 @@ void PrintDownloadDryRun(const hotfix::node::DownloadHotfixResult& r,
   binary["version"] = r.binary_target;
   binary["reason"] = r.binary_reason;
   binary["package_manager"] = r.package_manager;
-  binary["would_run"] = ArgvList(r.commands);
+  binary["would_run"] = r.commands;
   if (!r.staged_to.empty()) {
     binary["would_stage"] = {
         {"from", r.staged_from}, {"to", r.staged_to}, {"mode_of", o.vhd_binary}};
@@ -371,7 +364,6 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
-    using std::chrono::milliseconds;
     if (check.old_lps_timeout_ms >= 0) {
       if (check_cmd->count("--lps-timeout") > 0) return BothNames("check-hotfix", "--lps-timeout");
       check.lps_timeout = std::to_string(check.old_lps_timeout_ms) + "ms";
@@ -404,7 +396,6 @@ int main(int argc, char** argv) {
       std::cerr << "unexpected download-hotfix arguments: " << joined << "\n";
       return 1;
     }
-    using std::chrono::milliseconds;
     if (download.old_retry_backoff_ms >= 0) {
       if (download_cmd->count("--retry-backoff") > 0) {
         return BothNames("download-hotfix", "--retry-backoff");

@@ -1,11 +1,10 @@
-// live-patching-service: the gRPC service nodes reach through the kube-api-proxy's ALPN
-// route. A thin main: flags in, Server out, signals to it. See docs/SERVICE.md.
+// live-patching-service: the gRPC service nodes reach through the kube-api-proxy's ALPN route. A
+// thin main: flags in, Server out, signals to it. See docs/SERVICE.md.
 //
 // `live-patching-service validate | plan | simulate ...` are the operator's tools for staged
-// rollouts (docs/ROLLOUTS.md): they read a component folder and never serve. Their logic is
-// in src/service/control/ (validate.h, plan.h, fleet.h, simulate.h, rollout_edit.h); here
-// their flags, the choice of inputs they name (simulate's fleet from --nodes or --random),
-// and their printing.
+// rollouts (docs/ROLLOUTS.md): they read a component folder and never serve. Their logic is in
+// src/service/control/ (validate.h, plan.h, fleet.h, simulate.h, rollout_edit.h); here their flags,
+// the choice of inputs they name (simulate's fleet from --nodes or --random), and their printing.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -35,10 +34,9 @@
 namespace {
 
 namespace svc = hotfix::service;
+using std::chrono::milliseconds;
 
 // ---- the operator's tools -------------------------------------------------------------------
-// Exit codes: 0 ok, 1 the check failed (a refused file; a file the tool needs cannot be
-// loaded), 2 usage.
 constexpr int kToolOk = 0;
 constexpr int kToolFailed = 1;
 constexpr int kToolUsage = 2;
@@ -58,13 +56,21 @@ std::optional<int> ParseTool(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kToolOk : kToolUsage;
+    return app.exit(e) == 0 ? kToolOk : kToolUsage;
   }
   return std::nullopt;
 }
 
-svc::RolloutTime NowSeconds() {
+// A usage error unless --component names a valid component.
+std::optional<int> BadComponent(std::string_view tool, const std::string& component) {
+  if (svc::IsValidComponentName(component)) return std::nullopt;
+  return ToolError(tool, "--component \"" + component + "\" is not a valid component name",
+                   kToolUsage);
+}
+
+// --at: an RFC 3339 time, or now when empty.
+hotfix::StatusOr<svc::RolloutTime> AtFlag(const std::string& text) {
+  if (!text.empty()) return svc::ParseRolloutTime(text);
   return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
 }
 
@@ -104,23 +110,16 @@ int RunPlan(int argc, char** argv) {
       ->required();
   app.add_option("--at", at_text, "RFC 3339 UTC time, e.g. 2026-12-04T06:00:00Z (default: now)");
   if (auto code = ParseTool(app, argc, argv)) return *code;
-  if (!svc::IsValidComponentName(component)) {
-    return ToolError("plan", "--component \"" + component + "\" is not a valid component name",
-                     kToolUsage);
-  }
-  svc::RolloutTime at = NowSeconds();
-  if (!at_text.empty()) {
-    auto parsed = svc::ParseRolloutTime(at_text);
-    if (!parsed.ok()) return ToolError("plan", "--at " + parsed.status().message(), kToolUsage);
-    at = *parsed;
-  }
+  if (auto code = BadComponent("plan", component)) return *code;
+  auto at = AtFlag(at_text);
+  if (!at.ok()) return ToolError("plan", "--at " + at.status().message(), kToolUsage);
   const svc::RolloutNode node = svc::MakeRolloutNode(vm_id, subscription, cluster);
   if (node.cluster.empty()) {
     return ToolError("plan", "--cluster \"" + cluster + "\" has no host", kToolUsage);
   }
   auto config = svc::LoadComponentFromFolder(dir, component);
   if (!config.ok()) return ToolError("plan", config.status().message(), kToolFailed);
-  auto plan = svc::PlanJson(**config, component, node, at);
+  auto plan = svc::PlanJson(**config, component, node, *at);
   if (!plan.ok()) return ToolError("plan", plan.status().message(), kToolFailed);
   std::cout << *plan << "\n";
   return kToolOk;
@@ -175,23 +174,18 @@ int RunSimulate(int argc, char** argv) {
                  "westus2)")
       ->delimiter(',')
       ->needs(random);
-  nodes->excludes(random);
-  random->excludes(nodes);
+  nodes->excludes(random);  // both ways: CLI11 records the exclusion on each option
   app.add_option("--from", from_text, "RFC 3339 UTC time of the first row")->required();
   app.add_option("--to", to_text, "RFC 3339 UTC time of the last row (included)")->required();
   app.add_option("--every", every_text, "step between rows: 90s, 30m, 6h, 1d, 1h30m")->required();
   app.add_option("--against", against,
-                 "a second folder (the change about to ship): list the nodes whose answer "
-                 "differs");
+                 "a second folder (the change about to ship): list the nodes whose answer differs");
   if (auto code = ParseTool(app, argc, argv)) return *code;
   constexpr std::string_view kTool = "simulate";
   if (nodes->count() == 0 && random->count() == 0) {
     return ToolError(kTool, "one of --nodes FILE or --random N is required", kToolUsage);
   }
-  if (!svc::IsValidComponentName(component)) {
-    return ToolError(kTool, "--component \"" + component + "\" is not a valid component name",
-                     kToolUsage);
-  }
+  if (auto code = BadComponent(kTool, component)) return *code;
   auto from = svc::ParseRolloutTime(from_text);
   if (!from.ok()) return ToolError(kTool, "--from " + from.status().message(), kToolUsage);
   auto to = svc::ParseRolloutTime(to_text);
@@ -254,12 +248,11 @@ int RunSimulate(int argc, char** argv) {
 int RunRollout(int argc, char** argv) {
   CLI::App app{
       "Emergency edits of one rollout in a component file, through the validation the service "
-      "loads it with: halt (\"halted\": true), hold (\"hold_at\": --at, default now), "
-      "resume (\"halted\" and \"hold_at\" removed and, for a rollout with auto_halt, "
-      "\"since\" moved to --at, past the failures). Prints what changed, writes the file "
-      "atomically (not with --dry-run), and refuses an edit the service would refuse. Never "
-      "serves. Then ship the folder to the ConfigMap (docs/ROLLOUTS.md, \"Operating a "
-      "rollout\").",
+      "loads it with: halt (\"halted\": true), hold (\"hold_at\": --at, default now), resume "
+      "(\"halted\" and \"hold_at\" removed and, for a rollout with auto_halt, \"since\" moved to "
+      "--at, past the failures). Prints what changed, writes the file atomically (not with "
+      "--dry-run), and refuses an edit the service would refuse. Never serves. Then ship the "
+      "folder to the ConfigMap (docs/ROLLOUTS.md, \"Operating a rollout\").",
       "live-patching-service rollout"};
   app.footer(kExitCodes);
   std::string action, name, dir, component = "aksNodeController", at_text;
@@ -273,21 +266,15 @@ int RunRollout(int argc, char** argv) {
   app.add_option("--at", at_text, "RFC 3339 UTC time for hold and resume (default: now)");
   app.add_flag("--dry-run", dry_run, "print what would change; write nothing");
   if (auto code = ParseTool(app, argc, argv)) return *code;
-  if (!svc::IsValidComponentName(component)) {
-    return ToolError("rollout", "--component \"" + component + "\" is not a valid component name",
-                     kToolUsage);
-  }
+  if (auto code = BadComponent("rollout", component)) return *code;
   svc::RolloutEdit edit;
   edit.kind = action == "halt"   ? svc::RolloutEditKind::kHalt
               : action == "hold" ? svc::RolloutEditKind::kHold
                                  : svc::RolloutEditKind::kResume;
   edit.rollout = name;
-  edit.at = NowSeconds();
-  if (!at_text.empty()) {
-    auto parsed = svc::ParseRolloutTime(at_text);
-    if (!parsed.ok()) return ToolError("rollout", "--at " + parsed.status().message(), kToolUsage);
-    edit.at = *parsed;
-  }
+  auto at = AtFlag(at_text);
+  if (!at.ok()) return ToolError("rollout", "--at " + at.status().message(), kToolUsage);
+  edit.at = *at;
   const std::string path = dir + "/" + component + ".json";
   auto text = hotfix::ReadFileToString(path, size_t{1} << 20);  // the store's own cap
   if (!text.ok()) return ToolError("rollout", text.status().message(), kToolFailed);
@@ -345,8 +332,7 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--listen", c.listen, "ADDR:PORT for gRPC over TLS (port 0: any free port)")
       ->required();
   app.add_option("--tls-cert", c.tls_cert_path,
-                 "PEM certificate chain, leaf first (re-read "
-                 "when the file changes)")
+                 "PEM certificate chain, leaf first (re-read when the file changes)")
       ->required();
   app.add_option("--tls-key", c.tls_key_path, "PEM private key of --tls-cert")->required();
   app.add_option("--components-dir", c.components_dir,
@@ -369,8 +355,7 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "characters, e.g. *.hcp.eastus.azmk8s.io (default: any)")
       ->delimiter(',')
       ->check([](const std::string& pattern) -> std::string {
-        if (pattern.empty() || pattern.size() > 253) return "a pattern is 1 to 253 characters";
-        return "";
+        return pattern.empty() || pattern.size() > 253 ? "a pattern is 1 to 253 characters" : "";
       });
   app.add_option("--allowed-subscriptions", c.allowed_subscriptions,
                  "comma-separated subscription IDs allowed to call (default: any)")
@@ -440,19 +425,15 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(0, 600000))
       ->group("");
   // Identity must be verified unless the operator explicitly asked for the insecure mode.
-  roots->excludes(insecure);
+  // CLI11's excludes() records the exclusion on both options.
   insecure->excludes(roots);
-  issuers->excludes(insecure);
   insecure->excludes(issuers);
-  issuers->excludes(roots);
   roots->excludes(issuers);
 }
 
 // A duration flag within [least, most].
-hotfix::StatusOr<std::chrono::milliseconds> DurationFlag(const std::string& flag,
-                                                         const std::string& text,
-                                                         std::chrono::milliseconds least,
-                                                         std::chrono::milliseconds most) {
+hotfix::StatusOr<milliseconds> DurationFlag(const std::string& flag, const std::string& text,
+                                            milliseconds least, milliseconds most) {
   auto d = hotfix::ParseDurationWithin(text, least, most);
   if (!d.ok()) return d.status().Annotate(flag);
   return d;
@@ -461,7 +442,6 @@ hotfix::StatusOr<std::chrono::milliseconds> DurationFlag(const std::string& flag
 // The duration and size flags into the config; the old whole-number names win when given.
 hotfix::Status ApplyDurationsAndSizes(const CLI::App& app, Flags& f) {
   using std::chrono::hours;
-  using std::chrono::milliseconds;
   using std::chrono::minutes;
   using std::chrono::seconds;
   auto& c = f.config;
@@ -545,40 +525,34 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? 0 : 2;
   }
   hotfix::Logger log;
+  // Usage errors exit 2, a server that cannot start 1.
+  auto refuse = [&log](const hotfix::Status& why, int code) {
+    log.Error("refusing to start", {{"error", why}});
+    return code;
+  };
   auto level = hotfix::ParseLogLevel(flags.log_level);
-  if (!level.ok()) {
-    log.Error("refusing to start", {{"error", level.status().Annotate("--log-level")}});
-    return 2;
-  }
+  if (!level.ok()) return refuse(level.status().Annotate("--log-level"), 2);
   log.set_min_level(*level);
   auto& config = flags.config;
   config.version = HOTFIX_SERVICE_VERSION;
   config.revision = HOTFIX_GIT_REVISION;
   if (!config.insecure_accept_any_token && config.attestation_roots_path.empty() &&
       config.attestation_issuers_path.empty()) {
-    log.Error("refusing to start",
-              {{"error",
-                "--attestation-roots or --attestation-issuers is required (or, for development "
-                "only, --insecure-accept-any-token)"}});
-    return 2;
+    return refuse(hotfix::Status::InvalidArgument(
+                      "--attestation-roots or --attestation-issuers is required (or, for "
+                      "development only, --insecure-accept-any-token)"),
+                  2);
   }
   if (!flags.rate_limit.empty()) {
     auto rate = hotfix::service::ParseRatePerSecond(flags.rate_limit);
-    if (!rate.ok()) {
-      log.Error("refusing to start", {{"error", rate.status()}});
-      return 2;
-    }
+    if (!rate.ok()) return refuse(rate.status(), 2);
     config.rate_limit_per_node = *rate;
   }
   hotfix::Status usage = ApplyDurationsAndSizes(app, flags);
-  if (!usage.ok()) {
-    log.Error("refusing to start", {{"error", usage}});
-    return 2;
-  }
+  if (!usage.ok()) return refuse(usage, 2);
 
   // The event loops log: a stalled reader of stderr must not stall them (common/log.h).
   if (hotfix::Status st = log.NeverBlockOnStderr(); !st.ok()) {
@@ -587,10 +561,7 @@ int main(int argc, char** argv) {
   }
   sigset_t signals = BlockControlSignals();
   auto server = hotfix::service::Server::Start(std::move(config), &log);
-  if (!server.ok()) {
-    log.Error("refusing to start", {{"error", server.status()}});
-    return 1;
-  }
+  if (!server.ok()) return refuse(server.status(), 1);
   for (;;) {
     int sig = 0;
     if (sigwait(&signals, &sig) != 0) continue;

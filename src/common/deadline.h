@@ -13,7 +13,6 @@ class Deadline {
   using Clock = std::chrono::steady_clock;
 
   static Deadline After(std::chrono::milliseconds d) { return Deadline(Clock::now() + d); }
-  static Deadline At(Clock::time_point t) { return Deadline(t); }
   static Deadline Infinite() { return Deadline(Clock::time_point::max()); }
 
   Clock::time_point when() const { return when_; }

@@ -1,5 +1,6 @@
 #include "common/duration.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/text.h"
@@ -33,14 +34,9 @@ StatusOr<std::chrono::milliseconds> ParseDuration(std::string_view text) {
       n = n * 10 + (text[i++] - '0');
     }
     if (digits == 0 || i == text.size()) return Status::InvalidArgument(quoted + shape);
-    const Unit* unit = nullptr;
-    for (const Unit& u : kUnits) {
-      if (text.substr(i, u.name.size()) == u.name) {
-        unit = &u;
-        break;
-      }
-    }
-    if (unit == nullptr) return Status::InvalidArgument(quoted + shape);
+    const Unit* unit = std::ranges::find_if(
+        kUnits, [&](const Unit& u) { return text.substr(i).starts_with(u.name); });
+    if (unit == std::end(kUnits)) return Status::InvalidArgument(quoted + shape);
     i += unit->name.size();
     // n < 10^12 and a term past kMaxMs fails below before the next: no int64 overflow.
     if (n > kMaxMs / unit->ms) return Status::InvalidArgument(quoted + " is longer than 3650 days");

@@ -7,7 +7,8 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <vector>
+
+#include "common/unique_fd.h"
 
 namespace hotfix {
 namespace {
@@ -90,12 +91,9 @@ std::optional<mode_t> ExistingMode(const std::string& path) {
 Status WriteFileAtomically(const std::string& path, std::string_view data,
                            const AtomicWriteOptions& options) {
   const std::string dir = DirName(path);
-  std::string tmpl = dir + "/" + options.temp_prefix + "XXXXXX";
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  UniqueFd fd(::mkostemp(name.data(), O_CLOEXEC));
+  std::string tmp = dir + "/" + options.temp_prefix + "XXXXXX";  // mkostemp fills in the X's
+  UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("creating temp file in " + dir, errno);
-  const std::string tmp(name.data());
 
   Status st = WriteAllFd(fd.get(), data, tmp);
   if (st.ok() && (options.uid || options.gid) &&

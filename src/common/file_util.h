@@ -8,17 +8,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 
-#include "common/deadline.h"
 #include "common/status.h"
-#include "common/unique_fd.h"
 
 namespace hotfix {
 
-// Reads a whole regular file (symlinks followed), refusing larger files than max_bytes and
-// anything else (a FIFO, socket or device: kInvalidArgument) without blocking. ENOENT gives
-// kNotFound.
+// Reads a whole regular file (symlinks followed), refusing larger files than max_bytes and anything
+// else (a FIFO, socket or device: kInvalidArgument) without blocking. ENOENT gives kNotFound.
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes);
 
 // Reads the file a flag names (PEM and the like, at most 1 MiB): "<flag> is required" when
@@ -52,9 +48,8 @@ struct AtomicWriteOptions {
   std::optional<gid_t> gid;
 };
 
-// Writes data to a temp file in path's folder, fsyncs it (if durable), renames it over path
-// and fsyncs the folder (if durable). On any failure the temp file is removed and path is
-// untouched.
+// Writes data to a temp file in path's folder, fsyncs it (if durable), renames it over path and
+// fsyncs the folder (if durable). On any failure the temp file is removed and path is untouched.
 Status WriteFileAtomically(const std::string& path, std::string_view data,
                            const AtomicWriteOptions& options);
 

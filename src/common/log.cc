@@ -28,17 +28,9 @@ StatusOr<LogLevel> ParseLogLevel(std::string_view text) {
 }
 
 const char* LogLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "DEBUG";
-    case LogLevel::kInfo:
-      return "INFO";
-    case LogLevel::kWarn:
-      return "WARN";
-    case LogLevel::kError:
-      return "ERROR";
-  }
-  return "INFO";
+  constexpr const char* kNames[] = {"DEBUG", "INFO", "WARN", "ERROR"};  // in LogLevel's order
+  const auto index = static_cast<size_t>(level);
+  return index < std::size(kNames) ? kNames[index] : "INFO";
 }
 
 namespace {
@@ -70,63 +62,6 @@ const SecondText& TextOfSecond(time_t second) {
   return cached;
 }
 
-}  // namespace
-
-void AppendLogTime(std::string* out, std::chrono::system_clock::time_point now) {
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-  const SecondText& text = TextOfSecond(static_cast<time_t>(ns / 1000000000));
-  char frac[16];
-  std::snprintf(frac, sizeof frac, ".%09ld", static_cast<long>(ns % 1000000000));
-  out->append(text.date).append(frac).append(text.zone);
-}
-
-void AppendJsonString(std::string* out, std::string_view s) {
-  for (unsigned char c : s) {
-    if (c >= 0x80) {
-      out->append(nlohmann::json(std::string(s))
-                      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      return;
-    }
-  }
-  out->push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\b':
-        out->append("\\b");
-        break;
-      case '\f':
-        out->append("\\f");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (c < 0x20) {
-          char u[8];
-          std::snprintf(u, sizeof u, "\\u%04x", c);
-          out->append(u);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out->push_back('"');
-}
-
-namespace {
-
 void WriteAll(int fd, std::string_view s) {
   size_t off = 0;
   while (off < s.size()) {
@@ -138,6 +73,38 @@ void WriteAll(int fd, std::string_view s) {
 }
 
 }  // namespace
+
+void AppendLogTime(std::string* out, std::chrono::system_clock::time_point now) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  const SecondText& text = TextOfSecond(static_cast<time_t>(ns / 1000000000));
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%09ld", static_cast<long>(ns % 1000000000));
+  out->append(text.date).append(frac).append(text.zone);
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  if (std::any_of(s.begin(), s.end(), [](unsigned char c) { return c >= 0x80; })) {
+    out->append(nlohmann::json(std::string(s))
+                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return;
+  }
+  constexpr std::string_view kEscaped = "\"\\\b\f\n\r\t";  // each as a backslash and kLetters[i]
+  constexpr std::string_view kLetters = "\"\\bfnrt";
+  out->push_back('"');
+  for (unsigned char c : s) {
+    if (const size_t i = kEscaped.find(static_cast<char>(c)); i != std::string_view::npos) {
+      out->push_back('\\');
+      out->push_back(kLetters[i]);
+    } else if (c < 0x20) {
+      char u[8];
+      std::snprintf(u, sizeof u, "\\u%04x", c);
+      out->append(u);
+    } else {
+      out->push_back(static_cast<char>(c));
+    }
+  }
+  out->push_back('"');
+}
 
 struct Logger::StderrQueue {
   int fd = -1;          // stderr, as a description of our own with O_NONBLOCK (owned)
@@ -282,12 +249,10 @@ std::string Logger::FormatLine(LogLevel level, std::string_view msg,
 
 void Logger::Log(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
   if (!Enabled(level)) return;
-  Emit(FormatLine(level, msg, std::vector<LogField>(fields)) + "\n");
+  WriteFormatted(FormatLine(level, msg, std::vector<LogField>(fields)) + "\n");
 }
 
-void Logger::WriteFormatted(std::string_view lines) { Emit(lines); }
-
-void Logger::Emit(std::string_view lines) {
+void Logger::WriteFormatted(std::string_view lines) {
   std::lock_guard<std::mutex> lock(mu_);
   if (fd_ >= 0) WriteAll(fd_, lines);
   if (!to_stderr_) return;

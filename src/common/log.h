@@ -11,7 +11,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -101,7 +100,6 @@ class Logger {
 
  private:
   struct StderrQueue;
-  void Emit(std::string_view lines);
   // Writes what stderr takes now without waiting and queues the rest. Holds mu_.
   void EmitToStderrQueueLocked(std::string_view lines);
   // Writes the queue's head without waiting; queues the "dropped" line once it emptied.

@@ -1,9 +1,8 @@
 // Log lines a peer can cause, kept to at most `lines` per `window` (fixed windows of a steady
 // clock); the rest are counted, and the next line written says how many were not. A flood of
-// refusals must not decide how much the service writes: refused calls' access-log lines
-// (20 a second) and the transport's limit events (one per kind per 10 s) go through one.
-// Thread-safe and lock-free; callers racing at the start of a window may each get one line
-// more.
+// refusals must not decide how much the service writes: refused calls' access-log lines (20 a
+// second) and the transport's limit events (one per kind per 10 s) go through one. Thread-safe and
+// lock-free; callers racing at the start of a window may each get one line more.
 //
 //   LogBudget budget(20, std::chrono::seconds(1));
 //   uint64_t not_logged = 0;

@@ -74,16 +74,12 @@ std::optional<Sha256Digest> Sha256(const EVP_MD* sha256, std::string_view bytes)
 }
 
 std::string Sha256Hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
-    DrainErrors();
-    return "";
-  }
+  const std::optional<Sha256Digest> digest = Sha256(EVP_sha256(), bytes);
+  if (!digest) return "";
   std::string hex;
-  for (unsigned int i = 0; i < size; ++i) {
-    hex.push_back(kLowerHexDigits[digest[i] >> 4]);
-    hex.push_back(kLowerHexDigits[digest[i] & 0xf]);
+  for (unsigned char byte : *digest) {
+    hex.push_back(kLowerHexDigits[byte >> 4]);
+    hex.push_back(kLowerHexDigits[byte & 0xf]);
   }
   return hex;
 }

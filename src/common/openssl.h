@@ -47,12 +47,11 @@ std::string DrainErrors();
 // a peer that closed the connection mid-handshake), so that a message never ends in ": ".
 std::string DrainErrorsOr(std::string_view fallback);
 
-// The certificates of a PEM bundle, in order, by the rules of Go's
-// x509.CertPool.AppendCertsFromPEM (what the reference trusts its cluster CA with): every
-// "CERTIFICATE" block without headers whose DER parses with nothing after it; other block
-// types (keys, CRLs), blocks with headers (encrypted PEM), undecodable blocks and text
-// between blocks are skipped. A bundle that yields none is InvalidArgument "no PEM
-// certificate found". Leaves OpenSSL's error queue empty.
+// The certificates of a PEM bundle, in order, by the rules of Go's x509.CertPool.AppendCertsFromPEM
+// (what the reference trusts its cluster CA with): every "CERTIFICATE" block without headers whose
+// DER parses with nothing after it; other block types (keys, CRLs), blocks with headers (encrypted
+// PEM), undecodable blocks and text between blocks are skipped. A bundle that yields none is
+// InvalidArgument "no PEM certificate found". Leaves OpenSSL's error queue empty.
 StatusOr<std::vector<X509Ptr>> ParsePemCertificates(std::string_view pem);
 
 // SHA-256 of bytes as 64 lower-case hex digits ("" only if libcrypto itself fails).

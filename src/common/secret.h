@@ -13,8 +13,6 @@ class Secret {
   Secret() = default;
   explicit Secret(std::string value) : value_(std::move(value)) {}
   const std::string& reveal() const { return value_; }
-  bool empty() const { return value_.empty(); }
-  size_t size() const { return value_.size(); }
 
  private:
   std::string value_;

@@ -43,16 +43,14 @@ std::string EscapeForMessage(std::string_view s, size_t max_bytes) {
 }
 
 std::string_view TrimBlanks(std::string_view s) {
-  size_t begin = 0, end = s.size();
-  while (begin < end && (s[begin] == ' ' || s[begin] == '\t')) ++begin;
-  while (end > begin && (s[end - 1] == ' ' || s[end - 1] == '\t')) --end;
-  return s.substr(begin, end - begin);
+  const size_t begin = s.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return s.substr(s.size());
+  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
 }
 
 std::string OneLine(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
   return s;
 }
 

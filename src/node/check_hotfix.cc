@@ -13,17 +13,11 @@ namespace {
 using wire::GrpcCode;
 
 CheckHotfixResult Failed(Status error) {
-  CheckHotfixResult r;
-  r.outcome = Outcome::kFailed;
-  r.error = std::move(error);
-  return r;
+  return {.outcome = Outcome::kFailed, .error = std::move(error), .staged = std::nullopt};
 }
 
 CheckHotfixResult Succeeded(Outcome outcome, std::optional<HotfixPointer> staged = std::nullopt) {
-  CheckHotfixResult r;
-  r.outcome = outcome;
-  r.staged = std::move(staged);
-  return r;
+  return {.outcome = outcome, .error = Status::Ok(), .staged = std::move(staged)};
 }
 
 // Writes (or in a dry run only plans) the pointer; the outcome says whether this node's base

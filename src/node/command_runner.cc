@@ -16,6 +16,7 @@
 
 #include "common/deadline.h"
 #include "common/text.h"
+#include "common/unique_fd.h"
 
 extern char** environ;
 
@@ -24,29 +25,11 @@ namespace {
 
 bool Cancelled(const std::atomic<bool>* flag) { return flag != nullptr && flag->load(); }
 
-class Pipe {
- public:
-  ~Pipe() { Close(); }
-  Status Open() {
-    if (::pipe2(fds_, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
-    return Status::Ok();
-  }
-  int read_end() const { return fds_[0]; }
-  int write_end() const { return fds_[1]; }
-  void CloseWriteEnd() {
-    if (fds_[1] >= 0) ::close(fds_[1]);
-    fds_[1] = -1;
-  }
-  void Close() {
-    for (int& fd : fds_) {
-      if (fd >= 0) ::close(fd);
-      fd = -1;
-    }
-  }
-
- private:
-  int fds_[2] = {-1, -1};
-};
+CommandResult Failure(Status status) {
+  CommandResult result;
+  result.status = std::move(status);
+  return result;
+}
 
 std::string DescribeWaitStatus(int wstatus, int* exit_code) {
   if (WIFEXITED(wstatus)) {
@@ -79,28 +62,23 @@ bool DrainOutput(int fd, size_t max, std::string* out) {
 class ProcessRunner final : public CommandRunner {
  public:
   CommandResult Run(const Argv& argv, const RunOptions& options) override {
-    CommandResult result;
-    if (argv.empty() || argv[0].empty()) {
-      result.status = Status::InvalidArgument("empty command");
-      return result;
-    }
+    if (argv.empty() || argv[0].empty()) return Failure(Status::InvalidArgument("empty command"));
     // posix_spawnp reports a missing program only as exit 127 from the child: look it up
     // first so that the error says what is missing.
     if (argv[0].find('/') == std::string::npos && FindOnPath(argv[0]).empty()) {
-      result.status =
-          Status::NotFound("exec: \"" + argv[0] + "\": executable file not found in $PATH");
-      return result;
+      return Failure(
+          Status::NotFound("exec: \"" + argv[0] + "\": executable file not found in $PATH"));
     }
-    Pipe out;
+    UniqueFd out_read, out_write;
     if (options.capture_output) {
-      if (Status st = out.Open(); !st.ok()) {
-        result.status = st;
-        return result;
-      }
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0) return Failure(Status::FromErrno("pipe", errno));
+      out_read.reset(fds[0]);
+      out_write.reset(fds[1]);
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    if (options.capture_output) posix_spawn_file_actions_adddup2(&actions, out.write_end(), 1);
+    if (options.capture_output) posix_spawn_file_actions_adddup2(&actions, out_write.get(), 1);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     // Its own process group (pgid = its pid), and default signal handling whatever ours is.
@@ -119,15 +97,11 @@ class ProcessRunner final : public CommandRunner {
     int err = ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, cargv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
-    if (err != 0) {
-      result.status = Status::FromErrno("exec: \"" + argv[0] + "\"", err);
-      return result;
-    }
-    out.CloseWriteEnd();
+    if (err != 0) return Failure(Status::FromErrno("exec: \"" + argv[0] + "\"", err));
+    out_write.reset();
     // Never block on output: a grandchild may hold the pipe open after the command exits.
-    if (options.capture_output) ::fcntl(out.read_end(), F_SETFL, O_NONBLOCK);
-    result = Wait(pid, options, out.read_end());
-    return result;
+    if (options.capture_output) ::fcntl(out_read.get(), F_SETFL, O_NONBLOCK);
+    return Wait(pid, options, out_read.get());
   }
 
  private:
@@ -135,33 +109,28 @@ class ProcessRunner final : public CommandRunner {
     CommandResult result;
     const Deadline deadline = Deadline::After(options.timeout);
     // glibc 2.36 declares pidfd_open without C linkage: call the system call directly.
-    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     bool killed_for_timeout = false;
     bool killed_for_cancel = false;
     bool output_open = out_fd >= 0;
     for (;;) {
       if (!killed_for_timeout && !killed_for_cancel) {
-        if (deadline.expired()) {
-          ::kill(-pid, SIGKILL);
-          killed_for_timeout = true;
-        } else if (Cancelled(options.cancelled)) {
-          ::kill(-pid, SIGKILL);
-          killed_for_cancel = true;
-        }
+        killed_for_timeout = deadline.expired();
+        killed_for_cancel = !killed_for_timeout && Cancelled(options.cancelled);
+        if (killed_for_timeout || killed_for_cancel) ::kill(-pid, SIGKILL);
       }
       pollfd fds[2];
       int n = 0;
-      if (pidfd >= 0) fds[n++] = {pidfd, POLLIN, 0};
+      if (pidfd.valid()) fds[n++] = {pidfd.get(), POLLIN, 0};
       if (output_open) fds[n++] = {out_fd, POLLIN, 0};
       // Without a pidfd (old kernels) fall back to polling waitpid every 10 ms.
-      int timeout_ms = pidfd >= 0 ? std::min(deadline.PollTimeoutMs(), 100) : 10;
+      int timeout_ms = pidfd.valid() ? std::min(deadline.PollTimeoutMs(), 100) : 10;
       if (killed_for_timeout || killed_for_cancel) timeout_ms = 10;
       if (::poll(fds, static_cast<nfds_t>(n), timeout_ms) < 0 && errno != EINTR) break;
       if (output_open) output_open = DrainOutput(out_fd, options.max_output, &result.output);
       int wstatus = 0;
       pid_t done = ::waitpid(pid, &wstatus, WNOHANG);
       if (done == pid) {
-        if (pidfd >= 0) ::close(pidfd);
         if (output_open) DrainOutput(out_fd, options.max_output, &result.output);
         std::string what = DescribeWaitStatus(wstatus, &result.exit_code);
         if (killed_for_timeout) {
@@ -180,7 +149,6 @@ class ProcessRunner final : public CommandRunner {
         return result;
       }
     }
-    if (pidfd >= 0) ::close(pidfd);
     result.status = Status::FromErrno("waiting for command", errno);
     return result;
   }
@@ -194,10 +162,6 @@ bool SleepUnlessCancelled(std::chrono::milliseconds d, const std::atomic<bool>* 
     std::this_thread::sleep_for(std::min(until.remaining(), std::chrono::milliseconds(50)));
   }
   return !Cancelled(cancelled);
-}
-
-std::string JoinArgs(const Argv& argv) {
-  return JoinArgv(Argv(argv.begin() + (argv.empty() ? 0 : 1), argv.end()));
 }
 
 }  // namespace
@@ -216,24 +180,24 @@ CommandResult RunWithRetries(CommandRunner& runner, const Argv& argv, const Retr
   run.timeout = policy.timeout;
   run.cancelled = policy.cancelled;
   CommandResult last;
+  const auto cancelled = [&] {
+    last.status = Status::DeadlineExceeded("command " + JoinArgv(argv) + " cancelled");
+    last.exit_code = -1;
+    return last;
+  };
   const int attempts = std::max(policy.max_attempts, 1);
   for (int attempt = 1; attempt <= attempts; ++attempt) {
-    if (Cancelled(policy.cancelled)) {
-      last.status = Status::DeadlineExceeded("command " + JoinArgv(argv) + " cancelled");
-      last.exit_code = -1;
-      return last;
-    }
+    if (Cancelled(policy.cancelled)) return cancelled();
     last = runner.Run(argv, run);
     if (last.status.ok()) return last;
-    log.Warn("command failed, retrying", {{"command", argv.empty() ? "" : argv[0]},
-                                          {"args", JoinArgs(argv)},
-                                          {"attempt", attempt},
-                                          {"maxRetries", attempts},
-                                          {"error", last.status}});
+    log.Warn("command failed, retrying",
+             {{"command", argv.empty() ? "" : argv[0]},
+              {"args", JoinArgv(Argv(argv.begin() + (argv.empty() ? 0 : 1), argv.end()))},
+              {"attempt", attempt},
+              {"maxRetries", attempts},
+              {"error", last.status}});
     if (attempt < attempts && !SleepUnlessCancelled(policy.backoff, policy.cancelled)) {
-      last.status = Status::DeadlineExceeded("command " + JoinArgv(argv) + " cancelled");
-      last.exit_code = -1;
-      return last;
+      return cancelled();
     }
   }
   last.status = last.status.Annotate("command " + JoinArgv(argv) + " failed after " +

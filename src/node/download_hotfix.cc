@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "common/file_lock.h"
-#include "common/file_util.h"
 #include "node/binary_staging.h"
 #include "node/go_strings.h"
 #include "node/guest_agent_event.h"
@@ -68,11 +67,10 @@ void ApplyScriptsIfTargeted(const DownloadHotfixOptions& options, const HotfixPo
   result.files = applied->paths;
 }
 
-// Confirms that the package manager installed what was asked, so that a repository serving
-// another version (or apt's glob matching 202604.01.10 for 202604.01.1) is not staged. On
-// failure *failure tells a query that could not run (kOther: the install itself reported
-// success, and nothing was learnt about the package) from one that shows another version or
-// none (kVersionMismatch).
+// Confirms that the package manager installed what was asked, so that a repository serving another
+// version (or apt's glob matching 202604.01.10 for 202604.01.1) is not staged. On failure *failure
+// tells a query that could not run (kOther: the install itself reported success, and nothing was
+// learnt about the package) from one that shows another version or none (kVersionMismatch).
 Status ConfirmInstalledVersion(const DownloadHotfixOptions& options, PackageManager pm,
                                const std::string& version, CommandRunner& runner,
                                BinaryFailure* failure) {
@@ -144,25 +142,20 @@ BinaryPlan PlanBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPo
   log.Info("downloading ANC hotfix",
            {{"version", plan.target}, {"current", options.current_version}});
 
-  const std::string step = "install hotfix version " + plan.target;
-  StatusOr<PackageManager> pm = DetectPackageManager(options.os_release_path);
-  if (!pm.ok()) {
+  const auto unsupported = [&](const Status& error) {
     plan.outcome = BinaryOutcome::kFailed;
-    plan.error = pm.status().Annotate(step);
+    plan.error = error.Annotate("install hotfix version " + plan.target);
     plan.failure = BinaryFailure::kPlatformUnsupported;
     return plan;
-  }
+  };
+  StatusOr<PackageManager> pm = DetectPackageManager(options.os_release_path);
+  if (!pm.ok()) return unsupported(pm.status());
   plan.pm = *pm;
   plan.package_manager = PackageManagerName(plan.pm);
   std::string sources;
   if (plan.pm == PackageManager::kApt) {
     StatusOr<std::string> resolved = ResolveMicrosoftProdSources(options.apt_sources_dir);
-    if (!resolved.ok()) {
-      plan.outcome = BinaryOutcome::kFailed;
-      plan.error = resolved.status().Annotate(step);
-      plan.failure = BinaryFailure::kPlatformUnsupported;
-      return plan;
-    }
+    if (!resolved.ok()) return unsupported(resolved.status());
     sources = *resolved;
   }
   plan.install = InstallCommands(plan.pm, plan.target, sources);
@@ -175,11 +168,10 @@ BinaryPlan PlanBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPo
 void InstallBinary(const BinaryPlan& plan, const DownloadHotfixOptions& options,
                    CommandRunner& runner, DownloadHotfixResult& result, Logger& log) {
   const std::string step = "install hotfix version " + plan.target;
-  RetryPolicy retry;
-  retry.max_attempts = options.max_attempts;
-  retry.backoff = options.retry_backoff;
-  retry.timeout = options.command_timeout;
-  retry.cancelled = options.cancelled;
+  const RetryPolicy retry{.max_attempts = options.max_attempts,
+                          .backoff = options.retry_backoff,
+                          .timeout = options.command_timeout,
+                          .cancelled = options.cancelled};
   for (const Argv& command : plan.install) {
     result.commands.push_back(command);
     CommandResult ran = RunWithRetries(runner, command, retry, log);

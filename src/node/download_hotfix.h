@@ -1,8 +1,7 @@
-// download-hotfix: read the pointer check-hotfix staged, decide whether this node's agent
-// version is targeted, install the hotfix package and stage its binary next to the VHD one
-// (AgentBaker: aks-node-controller/hotfix.go downloadHotfix; docs/DOWNLOAD-HOTFIX.md).
-// Fail-open on the pointer; the package manager's own exit code when its retries are
-// exhausted.
+// download-hotfix: read the pointer check-hotfix staged, decide whether this node's agent version
+// is targeted, install the hotfix package and stage its binary next to the VHD one (AgentBaker:
+// aks-node-controller/hotfix.go downloadHotfix; docs/DOWNLOAD-HOTFIX.md). Fail-open on the pointer;
+// the package manager's own exit code when its retries are exhausted.
 #pragma once
 
 #include <atomic>

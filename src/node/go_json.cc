@@ -55,11 +55,8 @@ size_t CopyEscape(std::string_view s, size_t i, std::string* out) {
     out->append(s.substr(i, 12));
     return i + 12;
   }
-  if (IsHighSurrogate(unit) || IsLowSurrogate(unit)) {
-    out->append("\\ufffd");
-  } else {
-    out->append(s.substr(i, 6));
-  }
+  const bool unpaired = IsHighSurrogate(unit) || IsLowSurrogate(unit);
+  out->append(unpaired ? std::string_view("\\ufffd") : s.substr(i, 6));
   return i + 6;
 }
 
@@ -104,10 +101,9 @@ size_t CopyNumber(std::string_view in, size_t i, std::string* out) {
   return end;
 }
 
-// Go's decoder replaces each invalid UTF-8 byte, and each unpaired surrogate escape, with
-// U+FFFD, and accepts numbers too large for a double; nlohmann rejects all three. Rewriting them
-// first makes the two decoders agree. Outside strings invalid bytes stay a syntax error, as they
-// are for Go.
+// Go's decoder replaces each invalid UTF-8 byte, and each unpaired surrogate escape, with U+FFFD,
+// and accepts numbers too large for a double; nlohmann rejects all three. Rewriting them first
+// makes the decoders agree. Outside strings invalid bytes stay a syntax error, as in Go.
 std::string RepairLikeGoDecoder(std::string_view in) {
   std::string out;
   out.reserve(in.size());
@@ -325,8 +321,7 @@ bool GoStructDecoder::parse_error(std::size_t, const std::string&,
 }  // namespace
 
 StatusOr<HotfixPointer> DecodeLikeGo(std::string_view json, GoHotfixStruct into) {
-  const GoTarget& target = into == GoHotfixStruct::kHotfixConfig ? kPointerTarget : kLenientTarget;
-  GoStructDecoder decoder(target);
+  GoStructDecoder decoder(into == GoHotfixStruct::kHotfixConfig ? kPointerTarget : kLenientTarget);
   const std::string text = RepairLikeGoDecoder(json);
   try {
     Json::sax_parse(text, &decoder);

@@ -10,25 +10,9 @@ namespace {
 
 // unicode.IsSpace.
 bool IsGoSpace(uint32_t r) {
-  switch (r) {
-    case '\t':
-    case '\n':
-    case '\v':
-    case '\f':
-    case '\r':
-    case ' ':
-    case 0x85:
-    case 0xA0:
-    case 0x1680:
-    case 0x2028:
-    case 0x2029:
-    case 0x202F:
-    case 0x205F:
-    case 0x3000:
-      return true;
-    default:
-      return r >= 0x2000 && r <= 0x200A;
-  }
+  return (r >= '\t' && r <= '\r') || r == ' ' || r == 0x85 || r == 0xA0 || r == 0x1680 ||
+         (r >= 0x2000 && r <= 0x200A) || r == 0x2028 || r == 0x2029 || r == 0x202F || r == 0x205F ||
+         r == 0x3000;
 }
 
 unsigned char At(std::string_view s, size_t i) { return static_cast<unsigned char>(s[i]); }
@@ -41,6 +25,10 @@ bool IsGoNonPrintable(uint32_t r) {
          (r >= 0x2028 && r <= 0x202F) || (r >= 0x205F && r <= 0x206F) || r == 0x3000 ||
          r == 0xFEFF || (r >= 0xFFF9 && r <= 0xFFFB);
 }
+
+// Go's one-letter escapes: kShortEscaped[k] is written as a backslash and kShortEscapes[k].
+constexpr std::string_view kShortEscaped = "\"\\\a\b\f\n\r\t\v";
+constexpr std::string_view kShortEscapes = "\"\\abfnrtv";
 
 // Appends `prefix` then `value` as `digits` lowercase hex digits (Go writes x7f, u00a0).
 void AppendHexEscape(const char* prefix, uint32_t value, int digits, std::string* out) {
@@ -76,51 +64,21 @@ std::string QuoteLikeGo(std::string_view s) {
       if (r.size == 1) {
         AppendHexEscape("\\x", c, 2, &out);
       } else if (IsGoNonPrintable(r.code)) {
-        if (r.code > 0xFFFF) {
-          AppendHexEscape("\\U", r.code, 8, &out);
-        } else {
-          AppendHexEscape("\\u", r.code, 4, &out);
-        }
+        const bool wide = r.code > 0xFFFF;
+        AppendHexEscape(wide ? "\\U" : "\\u", r.code, wide ? 8 : 4, &out);
       } else {
         out.append(s.substr(i, r.size));
       }
       i += r.size;
       continue;
     }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\a':
-        out += "\\a";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\v':
-        out += "\\v";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          AppendHexEscape("\\x", c, 2, &out);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
+    if (const size_t k = kShortEscaped.find(static_cast<char>(c)); k != std::string_view::npos) {
+      out += '\\';
+      out += kShortEscapes[k];
+    } else if (c < 0x20 || c == 0x7F) {
+      AppendHexEscape("\\x", c, 2, &out);
+    } else {
+      out.push_back(static_cast<char>(c));
     }
     ++i;
   }

@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -66,8 +65,7 @@ std::string FormatGuestAgentEvent(const GuestAgentEvent& event) {
 }
 
 Status WriteGuestAgentEvent(const std::string& dir, const GuestAgentEvent& event) {
-  Status made = MakeFolders(dir, kEventFolderMode, "events folder");
-  if (!made.ok()) return made;
+  if (Status made = MakeFolders(dir, kEventFolderMode, "events folder"); !made.ok()) return made;
   // Named by the time of writing, not by the event's times, as the reference does.
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   const std::string path =
@@ -78,20 +76,18 @@ Status WriteGuestAgentEvent(const std::string& dir, const GuestAgentEvent& event
   // Telemetry: whole or absent, never half (the rename), but not worth two flushes of a busy
   // provisioning disk on the boot path.
   options.durable = false;
-  Status written = WriteFileAtomically(path, FormatGuestAgentEvent(event), options);
-  if (!written.ok()) return written.Annotate("writing guest agent event " + path);
-  return Status::Ok();
+  return WriteFileAtomically(path, FormatGuestAgentEvent(event), options)
+      .Annotate("writing guest agent event " + path);
 }
 
 void ReportRunEvent(const std::string& dir, const std::string& task, bool error,
                     const std::string& message, std::chrono::system_clock::time_point start,
                     Logger& log) {
-  GuestAgentEvent event;
-  event.task = task;
-  event.error = error;
-  event.message = message;
-  event.start = start;
-  event.end = std::chrono::system_clock::now();
+  const GuestAgentEvent event{.task = task,
+                              .error = error,
+                              .message = message,
+                              .start = start,
+                              .end = std::chrono::system_clock::now()};
   Status st = WriteGuestAgentEvent(dir, event);
   if (!st.ok()) log.Error("failed to write guest agent event", {{"error", st}});
 }

@@ -34,9 +34,7 @@ std::string SerializeHotfixPointer(const HotfixPointer& pointer) {
   for (const auto& [base, target] : pointer.hotfixes) {
     clean[ReplaceInvalidUtf8(base)] = ReplaceInvalidUtf8(target);
   }
-  nlohmann::ordered_json hotfixes = nlohmann::ordered_json::object();
-  for (const auto& [base, target] : clean) hotfixes[base] = target;
-  doc["hotfixes"] = std::move(hotfixes);
+  doc["hotfixes"] = clean;
   return EscapeJsonLikeGo(doc.dump());
 }
 

@@ -61,10 +61,6 @@ struct MarkerKey {
   bool operator==(const MarkerKey&) const = default;
 };
 
-MarkerKey KeyOf(const HotfixReport& report) {
-  return {report.base_version, report.hotfix_version, ReportOutcomeName(report.outcome)};
-}
-
 // nullopt when the marker is absent, unreadable or not a marker: then nothing is known to have
 // been reported, and sending again is the safe side.
 std::optional<MarkerKey> ReadMarker(const std::string& path, Logger& log) {
@@ -100,10 +96,8 @@ Status WriteMarker(const std::string& path, const MarkerKey& key, Deadline deadl
   StatusOr<FileLock> lock = FileLock::OnFolder(dir, deadline);
   if (!lock.ok()) return lock.status();
   RemoveStaleTempFiles(dir, kReportMarkerTempPrefix);
-  nlohmann::ordered_json doc;
-  doc["base"] = key.base;
-  doc["version"] = key.version;
-  doc["outcome"] = key.outcome;
+  const nlohmann::ordered_json doc = {
+      {"base", key.base}, {"version", key.version}, {"outcome", key.outcome}};
   AtomicWriteOptions write;
   write.mode = 0644;
   write.temp_prefix = kReportMarkerTempPrefix;
@@ -126,14 +120,13 @@ class GrpcHotfixReportSender : public HotfixReportSender {
     request.set_hotfix_version(report.hotfix_version);
     request.set_outcome(ToProto(report.outcome));
     request.set_detail(report.detail);
-    LpsUnaryCall call;
-    call.method = kReportMethodPath;
-    call.message = request.SerializeAsString();
-    call.dial_log = "download-hotfix LPS gRPC dial";
-    call.component = report.component;
     // One deadline for IMDS, the dial and the call: the report's whole budget.
-    call.dial_deadline = deadline;
-    call.call_deadline = deadline;
+    const LpsUnaryCall call{.method = kReportMethodPath,
+                            .message = request.SerializeAsString(),
+                            .dial_log = "download-hotfix LPS gRPC dial",
+                            .component = report.component,
+                            .dial_deadline = deadline,
+                            .call_deadline = deadline};
     LpsUnaryResult called = CallLpsUnary(endpoint_, call, tokens_, log_);
     if (!called.ok()) return Status::Unavailable(called.ErrorText());
     pb::ReportHotfixOutcomeResponse reply;
@@ -225,19 +218,19 @@ ReportStatus ReportHotfixOutcome(const DownloadHotfixResult& result,
   std::optional<HotfixReport> report =
       DecideHotfixReport(result, current_version, options.component);
   if (!report) return ReportStatus::kNothingToReport;
-  const std::string outcome = ReportOutcomeName(report->outcome);
+  const MarkerKey key{report->base_version, report->hotfix_version,
+                      ReportOutcomeName(report->outcome)};
   if (!options.enabled) {
     log.Info("hotfix outcome not reported to LPS (--no-report)",
-             {{"version", report->hotfix_version}, {"outcome", outcome}});
+             {{"version", key.version}, {"outcome", key.outcome}});
     return ReportStatus::kDisabled;
   }
   if (options.cancelled != nullptr && options.cancelled->load()) {
     log.Info("hotfix outcome not reported to LPS: the run was cancelled",
-             {{"version", report->hotfix_version}, {"outcome", outcome}});
+             {{"version", key.version}, {"outcome", key.outcome}});
     return ReportStatus::kCancelled;
   }
 
-  const MarkerKey key = KeyOf(*report);
   if (std::optional<MarkerKey> last = ReadMarker(options.marker_path, log); last && *last == key) {
     log.Info("hotfix outcome already reported to LPS; not sending it again",
              {{"base", key.base},

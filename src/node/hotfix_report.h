@@ -1,9 +1,8 @@
 // download-hotfix tells the live-patching service how acting on a binary hotfix went
 // (LivePatchingService/ReportHotfixOutcome), so that a rollout can see its failures
-// (docs/DOWNLOAD-HOTFIX.md, "Reporting the outcome"). Once per node per (base, version,
-// outcome): a marker beside the pointer remembers the last report the service accepted.
-// Fail-open and bounded: a report never changes the run's result and takes at most its budget
-// (3 s), IMDS included.
+// (docs/DOWNLOAD-HOTFIX.md, "Reporting the outcome"). Once per node per (base, version, outcome): a
+// marker beside the pointer remembers the last report the service accepted. Fail-open and bounded:
+// a report never changes the run's result and takes at most its budget (3 s), IMDS included.
 #pragma once
 
 #include <atomic>

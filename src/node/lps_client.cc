@@ -23,11 +23,8 @@ constexpr char kAlpnH2[] = "h2";
 constexpr char kAuthorizationKey[] = "authorization";
 
 LpsUnaryResult LocalError(const Status& status) {
-  LpsUnaryResult r;
-  r.local_error = true;
-  r.status.code = wire::GrpcCode::kUnknown;
-  r.status.message = status.message();
-  return r;
+  return {
+      .message = {}, .status = {wire::GrpcCode::kUnknown, status.message()}, .local_error = true};
 }
 
 // "HOST:PORT" (or "[v6]:PORT") of --connect-to, split as Go's net.SplitHostPort.
@@ -46,10 +43,9 @@ StatusOr<wire::TlsDialOptions> DialOptions(const LpsEndpoint& endpoint, const Lp
     return Status::InvalidArgument(
         "cluster CA unavailable from provision-config; refusing to fetch over unverified TLS");
   }
-  // Parsed here, before IMDS is asked, so that a CA without a usable certificate stops the
-  // call without a request for the node's identity. The dial reuses the parsed anchors and
-  // still builds its TLS context (OpenSSL's costly first use) while it connects, in parallel
-  // with the IMDS request.
+  // Parsed here, before IMDS is asked, so a CA without a usable certificate stops the call without
+  // a request for the node's identity. The dial reuses the parsed anchors and still builds its TLS
+  // context (OpenSSL's costly first use) while it connects, in parallel with IMDS.
   StatusOr<wire::TrustAnchors> anchors = wire::ParseTrustAnchors(target.ca_pem);
   if (!anchors.ok()) return anchors.status();
 
@@ -87,10 +83,9 @@ LpsUnaryResult Call(wire::ByteStream& stream, const LpsEndpoint& endpoint, const
   request.message = call.message;
 
   wire::UnaryResponse response = wire::CallUnary(stream, request, call.call_deadline);
-  LpsUnaryResult result;
-  result.status = std::move(response.status);
-  result.message = std::move(response.message);
-  return result;
+  return {.message = std::move(response.message),
+          .status = std::move(response.status),
+          .local_error = false};
 }
 
 }  // namespace
@@ -118,9 +113,8 @@ LpsUnaryResult CallLpsUnary(const LpsEndpoint& endpoint, const LpsUnaryCall& cal
   dial->cancelled = &token_failed;
   std::promise<StatusOr<Secret>> token_promise;
   auto token_future = token_promise.get_future();
-  const Deadline token_deadline = call.call_deadline;
-  std::thread imds([&tokens, &token_failed, &token_promise, token_deadline] {
-    StatusOr<Secret> token = tokens.Fetch(token_deadline);
+  std::thread imds([&tokens, &token_failed, &token_promise, &call] {
+    StatusOr<Secret> token = tokens.Fetch(call.call_deadline);
     if (!token.ok()) token_failed = true;
     token_promise.set_value(std::move(token));
   });

@@ -3,7 +3,6 @@
 // (AgentBaker: aks-node-controller/checkhotfix.go lpsTargetFromNodeConfig).
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -68,19 +68,14 @@ std::map<std::string, std::string> ParseEnvVarsFromNbcCmd(std::string_view conte
   while (i < n) {
     while (i < n && IsDelimiter(content[i])) ++i;
     if (i >= n) break;
-    if (!IsKeyStart(content[i])) {
+    if (!StartsAssignment(content, i)) {
       i = SkipToken(content, i);
       continue;
     }
-    const size_t key_start = i;
-    while (i < n && IsKeyChar(content[i])) ++i;
-    if (i >= n || content[i] != '=') {
-      i = SkipToken(content, i);
-      continue;
-    }
-    std::string key(content.substr(key_start, i - key_start));
+    const size_t equals = content.find('=', i);
+    std::string key(content.substr(i, equals - i));
     std::string value;
-    i = ParseValue(content, i + 1, &value);
+    i = ParseValue(content, equals + 1, &value);
     vars[std::move(key)] = std::move(value);  // a repeated key: the last one wins
   }
   return vars;

@@ -1,8 +1,7 @@
-// The nbc-cmd.sh reader: AgentBaker's parseEnvVarsFromNBCCmdContent
-// (aks-node-controller/app.go), byte for byte. It scans the flattened CSE command for
-// KEY=VALUE assignments without evaluating shell. Hand-written because it must reproduce the
-// reference's quirks exactly (values cut at an unquoted "UPPER=" run, no escapes), which no
-// shell-lexing library does.
+// The nbc-cmd.sh reader: AgentBaker's parseEnvVarsFromNBCCmdContent (aks-node-controller/app.go),
+// byte for byte. It scans the flattened CSE command for KEY=VALUE assignments without evaluating
+// shell. Hand-written because it must reproduce the reference's quirks exactly (values cut at an
+// unquoted "UPPER=" run, no escapes), which no shell-lexing library does.
 #pragma once
 
 #include <map>

@@ -6,8 +6,8 @@
 
 #include <charconv>
 #include <chrono>
-#include <climits>
 #include <cstdlib>
+#include <memory>
 
 #include "common/base64.h"
 #include "common/file_lock.h"
@@ -39,16 +39,14 @@ const char* KindName(const YAML::Node& node) {
 StatusOr<std::string> ScalarField(const YAML::Node& entry, const char* key, size_t index) {
   const YAML::Node field = entry[key];
   if (!field.IsDefined() || field.IsNull()) return std::string();
+  const std::string where = "write_files[" + std::to_string(index) + "]." + key;
   if (!field.IsScalar()) {
-    return Status::InvalidArgument("write_files[" + std::to_string(index) + "]." + key +
-                                   ": cannot unmarshal " + KindName(field) + " into string");
+    return Status::InvalidArgument(where + ": cannot unmarshal " + KindName(field) +
+                                   " into string");
   }
   if (field.Tag() == kBinaryTag || field.Tag() == "!!binary") {
     StatusOr<std::string> decoded = DecodeStdBase64(field.Scalar());
-    if (!decoded.ok()) {
-      return decoded.status().Annotate("write_files[" + std::to_string(index) + "]." + key +
-                                       ": !!binary");
-    }
+    if (!decoded.ok()) return decoded.status().Annotate(where + ": !!binary");
     return *decoded;
   }
   return field.Scalar();
@@ -58,18 +56,17 @@ StatusOr<std::string> Gunzip(std::string_view compressed) {
   z_stream zs{};
   // 16 + MAX_WBITS: a gzip header, not a zlib one.
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return Status::Internal("inflateInit2 failed");
+  const std::unique_ptr<z_stream, decltype(&inflateEnd)> inflate_end(&zs, &inflateEnd);
   std::string out;
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
   zs.avail_in = static_cast<uInt>(compressed.size());
   char buf[16384];
-  int ret = Z_OK;
   for (;;) {
     zs.next_out = reinterpret_cast<Bytef*>(buf);
     zs.avail_out = sizeof buf;
-    ret = inflate(&zs, Z_NO_FLUSH);
+    const int ret = inflate(&zs, Z_NO_FLUSH);
     out.append(buf, sizeof buf - zs.avail_out);
     if (out.size() > kMaxDecodedFileBytes) {
-      inflateEnd(&zs);
       return Status::InvalidArgument("gzip content is larger than " +
                                      std::to_string(kMaxDecodedFileBytes) + " bytes");
     }
@@ -78,19 +75,15 @@ StatusOr<std::string> Gunzip(std::string_view compressed) {
       inflateReset(&zs);
       continue;
     }
-    if (ret == Z_STREAM_END) break;
+    if (ret == Z_STREAM_END) return out;
     if (ret == Z_BUF_ERROR && zs.avail_in == 0) {
-      inflateEnd(&zs);
       return Status::InvalidArgument("gzip content: unexpected EOF");
     }
     if (ret != Z_OK) {
-      std::string why = zs.msg != nullptr ? zs.msg : "invalid data";
-      inflateEnd(&zs);
-      return Status::InvalidArgument("gzip content: " + why);
+      return Status::InvalidArgument(std::string("gzip content: ") +
+                                     (zs.msg != nullptr ? zs.msg : "invalid data"));
     }
   }
-  inflateEnd(&zs);
-  return out;
 }
 
 // strconv.ParseUint(s, 8, 32).

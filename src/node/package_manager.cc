@@ -33,12 +33,8 @@ std::string StripDoubleQuotes(std::string_view s) {
 
 Status StatExists(const std::string& path, bool* exists) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    *exists = true;
-    return Status::Ok();
-  }
-  *exists = false;
-  if (errno == ENOENT) return Status::Ok();
+  *exists = ::stat(path.c_str(), &st) == 0;
+  if (*exists || errno == ENOENT) return Status::Ok();
   return Status::FromErrno("stat " + path, errno);
 }
 

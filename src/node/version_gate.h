@@ -1,6 +1,5 @@
-// Whether a hotfix version applies to the running agent version: the gate download-hotfix
-// puts in front of every install (AgentBaker: aks-node-controller/hotfix.go
-// shouldUpgradeToHotfix).
+// Whether a hotfix version applies to the running agent version: the gate download-hotfix puts in
+// front of every install (AgentBaker: aks-node-controller/hotfix.go shouldUpgradeToHotfix).
 #pragma once
 
 #include <cstdint>

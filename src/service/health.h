@@ -1,6 +1,5 @@
 // The gRPC health service (grpc.health.v1.Health/Check) kubelet's probes and the proxies call,
-// and the TLS port's routing between it and the live-patching call. docs/SERVICE.md,
-// "Health".
+// and the TLS port's routing between it and the live-patching call. docs/SERVICE.md, "Health".
 #pragma once
 
 #include <functional>

@@ -25,6 +25,31 @@ std::string Printable(std::string_view s, size_t max = kMaxEchoedNameBytes) {
   return EscapeForMessage(s, max);
 }
 
+// The node as rollouts see it. The insecure identity is a placeholder, not a node: it
+// buckets nothing and matches no subscription or vmId (docs/ROLLOUTS.md, "Development mode").
+RolloutNode NodeOf(const NodeIdentity& id, const std::string& cluster) {
+  RolloutNode node =
+      MakeRolloutNode(id.insecure ? "" : id.vm_id, id.insecure ? "" : id.subscription_id, "");
+  node.cluster = cluster;  // CallDecision::cluster, made once per call
+  return node;
+}
+
+// Fills in input from a request of `path`; false when the bytes are not that request.
+bool ParseRequest(const GrpcCall& call, akslivepatching::v1::GetComponentConfigRequest* get,
+                  akslivepatching::v1::ReportHotfixOutcomeRequest* report, CallInput* input) {
+  const int size = static_cast<int>(call.message.size());
+  if (call.path == kGetComponentConfigPath) {
+    if (!get->ParseFromArray(call.message.data(), size)) return false;
+    input->component_name = get->component_name();
+    return true;
+  }
+  if (!report->ParseFromArray(call.message.data(), size)) return false;
+  input->component_name = report->component_name();
+  input->report = OutcomeReport{report->base_version(), report->hotfix_version(),
+                                static_cast<int>(report->outcome()), report->detail()};
+  return true;
+}
+
 }  // namespace
 
 LivePatchingServiceImpl::LivePatchingServiceImpl(LivePatchingServiceOptions options)
@@ -104,19 +129,6 @@ GrpcStatus LivePatchingServiceImpl::FindComponent(const CallInput& input,
   return GrpcStatus{};
 }
 
-namespace {
-
-// The node as rollouts see it. The insecure identity is a placeholder, not a node: it
-// buckets nothing and matches no subscription or vmId (docs/ROLLOUTS.md, "Development mode").
-RolloutNode NodeOf(const NodeIdentity& id, const std::string& cluster) {
-  RolloutNode node =
-      MakeRolloutNode(id.insecure ? "" : id.vm_id, id.insecure ? "" : id.subscription_id, "");
-  node.cluster = cluster;  // CallDecision::cluster, made once per call
-  return node;
-}
-
-}  // namespace
-
 GrpcStatus LivePatchingServiceImpl::Lookup(const CallInput& input, CallDecision* decision) const {
   if (GrpcStatus found = FindComponent(input, decision); !found.ok()) return found;
   const ComponentConfig& config = *decision->rollout_config;
@@ -171,14 +183,13 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
   const ComponentConfig& config =
       decision->rollout_config->file ? *decision->rollout_config->file : *decision->rollout_config;
   if (config.has_rollouts) {
-    // The rollouts that serve this node now by the file (the answer's pure function), and of
-    // those the ones that name the reported version for its base.
-    // The answer's rollouts without the served JSON, which a report does not send.
-    const std::vector<size_t> applied =
+    // The rollouts that serve this node now by the file (the answer's pure function, without
+    // the served JSON, which a report does not send), and of those the ones that name the
+    // reported version for its base.
+    const RolloutAnswer answer =
         AnswerFor(*config.hotfixes, config.rollouts, NodeOf(decision->identity, decision->cluster),
-                  RolloutNow())
-            .applied;
-    for (size_t i : applied) {
+                  RolloutNow());
+    for (size_t i : answer.applied) {
       auto version = config.rollouts[i].hotfixes.find(std::string(report.base_version));
       if (version != config.rollouts[i].hotfixes.end() &&
           version->second == report.hotfix_version) {
@@ -246,9 +257,7 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   AccessLogEntry entry;
   if (!decision.status.ok()) {
     entry.refused = true;
-    if (!refusal_lines_.Admit(std::chrono::steady_clock::now(), &entry.refusals_not_logged)) {
-      return;
-    }
+    if (!refusal_lines_.Admit(std::chrono::steady_clock::now(), &entry.refusals_not_logged)) return;
   }
   entry.method = sample.method;
   entry.peer = input.peer;
@@ -266,11 +275,9 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
       decision.identity_failure ? IdentityFailureName(*decision.identity_failure) : "";
   entry.generation = decision.generation;
   if (decision.rollout_config) entry.file_sha256 = decision.rollout_config->digest;
-  std::vector<std::string_view> applied;
   for (size_t i : decision.applied_rollouts) {
-    applied.push_back(decision.rollout_config->rollouts[i].name);
+    entry.rollouts.push_back(decision.rollout_config->rollouts[i].name);
   }
-  entry.rollouts = applied;
   entry.served = decision.served_hotfixes;
   std::string base, version, detail;
   if (input.report) {
@@ -290,26 +297,6 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   options_.access_log->WriteFormatted(
       FormatAccessLogLine(level, entry, std::chrono::system_clock::now()));
 }
-
-namespace {
-
-// Fills in input from a request of `path`; false when the bytes are not that request.
-bool ParseRequest(const GrpcCall& call, akslivepatching::v1::GetComponentConfigRequest* get,
-                  akslivepatching::v1::ReportHotfixOutcomeRequest* report, CallInput* input) {
-  const int size = static_cast<int>(call.message.size());
-  if (call.path == kGetComponentConfigPath) {
-    if (!get->ParseFromArray(call.message.data(), size)) return false;
-    input->component_name = get->component_name();
-    return true;
-  }
-  if (!report->ParseFromArray(call.message.data(), size)) return false;
-  input->component_name = report->component_name();
-  input->report = OutcomeReport{report->base_version(), report->hotfix_version(),
-                                static_cast<int>(report->outcome()), report->detail()};
-  return true;
-}
-
-}  // namespace
 
 void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
   if (call.path != kGetComponentConfigPath && call.path != kReportHotfixOutcomePath) {

@@ -28,7 +28,6 @@
 #include "service/control/rollout_status.h"
 #include "service/identity/node_identity.h"
 #include "service/identity/rate_limiter.h"
-#include "service/ops/access_log.h"
 #include "service/ops/metrics.h"
 #include "service/recent_reports.h"
 #include "service/rollout/auto_halt.h"
@@ -111,7 +110,6 @@ struct CallDecision {
   bool duplicate = false;  // a repeat this replica saw recently: answered, not counted
 };
 
-// The gRPC path of GetComponentConfig.
 inline constexpr char kGetComponentConfigPath[] =
     "/akslivepatching.v1.LivePatchingService/GetComponentConfig";
 

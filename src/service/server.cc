@@ -3,7 +3,6 @@
 #include <atomic>
 #include <optional>
 
-#include "common/openssl.h"
 #include "service/control/auto_halt_controller.h"
 #include "service/health.h"
 #include "service/identity/attestation_roots.h"
@@ -39,7 +38,6 @@ struct Server::Impl {
   Status StartStore();
   Status StartAutoHalt();
   Status StartGrpc();
-  void DrainOnce();
 
   ServerConfig config;
   Logger* log = nullptr;
@@ -104,10 +102,8 @@ void Server::Impl::OnReload(const ReloadReport& report) {
   }
   if (report.generation > 0) loaded = true;
   // A rollout that gained auto_halt is applied to no one until judged: judge it now.
-  if (AutoHaltController* auto_halt_now = auto_halt_running.load();
-      report.swapped && auto_halt_now) {
-    auto_halt_now->Wake();
-  }
+  AutoHaltController* auto_halt_now = auto_halt_running.load();
+  if (report.swapped && auto_halt_now != nullptr) auto_halt_now->Wake();
 }
 
 // Health: SERVING once the store holds a snapshot, while the listener can accept, and
@@ -188,8 +184,7 @@ Status Server::Impl::StartGrpc() {
   options.tls = tls.get();
   options.tls_refresh = config.tls_refresh;
   if (AttestationRoots* roots = attestation_roots) {
-    Logger* logger = log;
-    options.refresh_files = [roots, logger] { roots->ReloadIfChanged(logger); };
+    options.refresh_files = [roots, logger = log] { roots->ReloadIfChanged(logger); };
   }
   options.kept_metadata = {"authorization"};
   options.threads = config.threads;
@@ -206,14 +201,6 @@ Status Server::Impl::StartGrpc() {
   port = grpc_server->port(0);
   if (!config.health_listen.empty()) health_port = grpc_server->port(1);
   return Status::Ok();
-}
-
-void Server::Impl::DrainOnce() {
-  draining = true;
-  log->Info("draining: health NOT_SERVING, no new calls, in-flight calls may finish",
-            {{"grace_ms", static_cast<int64_t>(config.shutdown_grace.count())}});
-  if (grpc_server) grpc_server->Drain(config.shutdown_grace);
-  log->Info("drained: every listener closed");
 }
 
 StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log) {
@@ -240,10 +227,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   if (c.metrics_listen.empty()) {
     impl->metrics = NewNoopMetrics();
   } else {
-    PrometheusMetricsOptions metrics_options;
-    metrics_options.version = c.version;
-    metrics_options.revision = c.revision;
-    auto metrics = std::make_unique<PrometheusMetrics>(std::move(metrics_options));
+    auto metrics = std::make_unique<PrometheusMetrics>(
+        PrometheusMetricsOptions{.version = c.version, .revision = c.revision});
     impl->prometheus = metrics.get();
     impl->metrics = std::move(metrics);
   }
@@ -273,8 +258,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
         {{"delay_ms", static_cast<int64_t>(c.testing_response_delay.count())}});
   }
   impl->service = std::make_unique<LivePatchingServiceImpl>(std::move(options));
-  Impl* raw = impl.get();
-  impl->health = std::make_unique<HealthHandler>([raw] { return raw->Serving(); });
+  impl->health = std::make_unique<HealthHandler>([raw = impl.get()] { return raw->Serving(); });
   impl->tls_handler = std::make_unique<TlsPortHandler>(impl->health.get(), impl->service.get());
   impl->events = std::make_unique<TransportEventLog>(impl->metrics.get(), log);
   if (Status st = impl->StartGrpc(); !st.ok()) return st;
@@ -338,7 +322,13 @@ uint16_t Server::metrics_port() const { return impl_->metrics_port; }
 void Server::ReloadStore() { impl_->store->Reload(); }
 
 void Server::Drain() {
-  std::call_once(impl_->drain_once, [this] { impl_->DrainOnce(); });
+  std::call_once(impl_->drain_once, [impl = impl_.get()] {
+    impl->draining = true;
+    impl->log->Info("draining: health NOT_SERVING, no new calls, in-flight calls may finish",
+                    {{"grace_ms", static_cast<int64_t>(impl->config.shutdown_grace.count())}});
+    if (impl->grpc_server) impl->grpc_server->Drain(impl->config.shutdown_grace);
+    impl->log->Info("drained: every listener closed");
+  });
 }
 
 }  // namespace hotfix::service

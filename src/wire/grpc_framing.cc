@@ -18,25 +18,17 @@ uint32_t DeclaredGrpcLength(std::string_view prefix) {
 }
 
 std::optional<GrpcFrame> ParseUnaryGrpcBody(std::string_view body, FrameError* error) {
-  if (body.size() < kGrpcPrefixSize) {
-    *error = FrameError::kTruncated;
+  auto fail = [error](FrameError why) -> std::optional<GrpcFrame> {
+    *error = why;
     return std::nullopt;
-  }
+  };
+  if (body.size() < kGrpcPrefixSize) return fail(FrameError::kTruncated);
   auto flag = static_cast<uint8_t>(body[0]);
-  if (flag > 1) {
-    *error = FrameError::kBadFlag;
-    return std::nullopt;
-  }
+  if (flag > 1) return fail(FrameError::kBadFlag);
   uint64_t declared = DeclaredGrpcLength(body);
   uint64_t available = body.size() - kGrpcPrefixSize;
-  if (declared > available) {
-    *error = FrameError::kTruncated;
-    return std::nullopt;
-  }
-  if (declared < available) {
-    *error = FrameError::kTrailingBytes;
-    return std::nullopt;
-  }
+  if (declared > available) return fail(FrameError::kTruncated);
+  if (declared < available) return fail(FrameError::kTrailingBytes);
   return GrpcFrame{flag == 1, body.substr(kGrpcPrefixSize)};
 }
 

@@ -9,31 +9,16 @@ namespace hotfix::wire {
 namespace {
 
 constexpr std::array<std::string_view, 17> kCodeNames = {
-    "OK",       "Canceled",        "Unknown",          "InvalidArgument",   "DeadlineExceeded",
-    "NotFound", "AlreadyExists",   "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
-    "Aborted",  "OutOfRange",      "Unimplemented",    "Internal",          "Unavailable",
-    "DataLoss", "Unauthenticated",
-};
+    "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated"};
 
 constexpr std::array<std::string_view, 17> kUpperCodeNames = {
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-};
+    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+    "DATA_LOSS", "UNAUTHENTICATED"};
 
 }  // namespace
 
@@ -114,12 +99,8 @@ std::string PercentEncode(std::string_view text) {
 }
 
 std::string GrpcStatus::ToString() const {
-  std::string text = "code = ";
-  text += GrpcCodeName(code);
-  if (!message.empty()) {
-    text += " desc = ";
-    text += message;
-  }
+  std::string text = "code = " + std::string(GrpcCodeName(code));
+  if (!message.empty()) text += " desc = " + message;
   return text;
 }
 

@@ -38,9 +38,8 @@ std::string_view GrpcCodeUpperName(GrpcCode code);
 // Parses a grpc-status header value: a decimal 0..16. Anything else is nullopt.
 std::optional<GrpcCode> ParseGrpcStatus(std::string_view value);
 
-// gRPC's HTTP-to-gRPC table for responses without grpc-status: 400 Internal,
-// 401 Unauthenticated, 403 PermissionDenied, 404 Unimplemented, 429/502/503/504 Unavailable,
-// anything else Unknown.
+// gRPC's HTTP-to-gRPC table for responses without grpc-status: 400 Internal, 401 Unauthenticated,
+// 403 PermissionDenied, 404 Unimplemented, 429/502/503/504 Unavailable, anything else Unknown.
 GrpcCode GrpcCodeFromHttpStatus(int http_status);
 
 // Decodes grpc-message's percent-encoding. Malformed escapes are kept literally, as gRPC does.

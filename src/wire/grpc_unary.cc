@@ -3,7 +3,6 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -21,7 +20,6 @@ namespace {
 // Stream and connection receive window: a response up to the default 4 MiB limit arrives
 // without waiting for WINDOW_UPDATE round trips.
 constexpr int32_t kReceiveWindow = 8 << 20;
-constexpr size_t kPrefixSize = kGrpcPrefixSize;
 
 // A status this client makes up, as opposed to one the server sent (UnaryCall::DecideFromServer).
 GrpcStatus Local(GrpcCode code, std::string message) { return {code, std::move(message)}; }
@@ -98,10 +96,10 @@ class MessageDecoder {
   std::optional<GrpcStatus> Feed(std::string_view data) {
     while (!data.empty()) {
       if (!in_message_) {
-        size_t take = std::min(kPrefixSize - prefix_.size(), data.size());
+        size_t take = std::min(kGrpcPrefixSize - prefix_.size(), data.size());
         prefix_.append(data.substr(0, take));
         data.remove_prefix(take);
-        if (prefix_.size() < kPrefixSize) break;
+        if (prefix_.size() < kGrpcPrefixSize) break;
         if (auto error = StartMessage()) return error;
         continue;
       }
@@ -398,9 +396,8 @@ class UnaryCall {
   void OnGoaway(const nghttp2_goaway& goaway) {
     goaway_ = true;
     if (goaway.last_stream_id >= stream_id_) return;  // our stream will still be answered
-    std::string message = "server sent GOAWAY (";
-    message += nghttp2_http2_strerror(goaway.error_code);
-    message += ") before responding";
+    std::string message = std::string("server sent GOAWAY (") +
+                          nghttp2_http2_strerror(goaway.error_code) + ") before responding";
     std::string_view debug(reinterpret_cast<const char*>(goaway.opaque_data),
                            goaway.opaque_data_len);
     if (!debug.empty()) message += ": " + Printable(debug);

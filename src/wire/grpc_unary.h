@@ -40,9 +40,8 @@ struct UnaryResponse {
   bool from_server = false;
 };
 
-// Sends the connection preface, SETTINGS (push disabled), the request with
-// "grpc-timeout" = the deadline's remaining time, and waits for the response. Never throws;
-// every failure is a status:
+// Sends the connection preface, SETTINGS (push disabled), the request with "grpc-timeout" = the
+// deadline's remaining time, and waits for the response. Never throws; every failure is a status:
 //  - grpc-status from trailers or a trailers-only response, grpc-message percent-decoded;
 //  - a non-200 :status without grpc-status maps by GrpcCodeFromHttpStatus;
 //  - deadline -> DeadlineExceeded; stream/connection errors, GOAWAY, RST_STREAM ->

@@ -135,8 +135,7 @@ Status ResponseReader::Feed(std::string_view data) {
     const size_t room = pending_.size() < Cap() ? Cap() - pending_.size() : 0;
     pending_.append(data.substr(0, room));
     data.remove_prefix(std::min(room, data.size()));
-    Status put = PutPending();
-    if (!put.ok()) return put;
+    if (Status put = PutPending(); !put.ok()) return put;
     if (pending_.size() >= Cap()) {  // full, and Beast wants more
       if (!parser_.is_header_done()) return FromBeast(http::error::header_limit);
       return Status::InvalidArgument(options_.label + " response chunk line or trailers exceed " +
@@ -173,8 +172,7 @@ Status ResponseReader::Read(ByteStream& stream, Deadline header_deadline, Deadli
     }
     if (!n.ok()) return n.status();
     if (*n > 0) {
-      Status fed = Feed(std::string_view(buf, *n));
-      if (!fed.ok()) return fed;
+      if (Status fed = Feed(std::string_view(buf, *n)); !fed.ok()) return fed;
       continue;
     }
     // Beast requires input before put_eof (an assertion aborts a build with asserts on).
@@ -246,8 +244,7 @@ StatusOr<std::string> BuildGetRequest(const HttpUrl& url, const HttpRequestOptio
   // a request of the caller's bytes' choosing. Go's Transport.roundTrip (net/http/transport.go)
   // refuses the same ones.
   for (const HttpHeader& header : options.headers) {
-    Status field = CheckField(header.name, header.value);
-    if (!field.ok()) return field;
+    if (Status field = CheckField(header.name, header.value); !field.ok()) return field;
   }
   Status valid = CheckField("Accept", options.accept);
   if (valid.ok()) valid = CheckField("User-Agent", options.user_agent);
@@ -271,8 +268,7 @@ StatusOr<std::string> BuildGetRequest(const HttpUrl& url, const HttpRequestOptio
 StatusOr<HttpResponse> ReadHttpResponse(ByteStream& stream, const HttpResponseOptions& options,
                                         Deadline header_deadline, Deadline deadline) {
   ResponseReader reader(options);
-  Status read = reader.Read(stream, header_deadline, deadline);
-  if (!read.ok()) return read;
+  if (Status read = reader.Read(stream, header_deadline, deadline); !read.ok()) return read;
   return reader.Release();
 }
 

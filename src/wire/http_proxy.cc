@@ -1,7 +1,6 @@
 #include "wire/http_proxy.h"
 
 #include <arpa/inet.h>
-#include <openssl/evp.h>
 
 #include <array>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base64.h"
 #include "common/host_port.h"
 #include "common/text.h"
 
@@ -127,16 +127,11 @@ void AddNoProxyEntry(std::string_view entry, NoProxyRules& rules) {
     return;
   }
   std::string_view host = entry, port;
+  // SplitHostPort has removed the brackets of an IPv6 host already.
   if (std::optional<HostPort> split = SplitHostPort(entry)) {
     host = split->host;
     port = split->port;
     if (host.empty()) return;  // ":80" names nothing
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-      host = host.substr(1, host.size() - 2);
-    }
-  } else {
-    host = entry;
-    port = {};
   }
   if (auto ip = ParseIp(host)) {
     rules.ips.push_back({*ip, std::string(port)});
@@ -220,24 +215,12 @@ std::optional<std::string> BasicAuth(std::string_view userinfo) {
   auto password = UnescapeUserinfo(colon == std::string_view::npos ? std::string_view()
                                                                    : userinfo.substr(colon + 1));
   if (!user || !password) return std::nullopt;
-  std::string plain = *user + ":" + *password;
-  std::string encoded(4 * ((plain.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
-                          reinterpret_cast<const unsigned char*>(plain.data()),
-                          static_cast<int>(plain.size()));
-  encoded.resize(n < 0 ? 0 : static_cast<size_t>(n));
-  return "Basic " + encoded;
+  return "Basic " + EncodeStdBase64(*user + ":" + *password);
 }
 
-bool IsSchemeChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
-         c == '-' || c == '.';
-}
+bool IsSchemeChar(char c) { return IsAsciiAlnum(c) || c == '+' || c == '-' || c == '.'; }
 
-bool IsHostChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_';
-}
+bool IsHostChar(char c) { return IsAsciiAlnum(c) || c == '-' || c == '.' || c == '_'; }
 
 Status ParseHostPort(std::string_view hostport, ProxyConfig& config) {
   std::string_view host = hostport, port;
@@ -301,8 +284,7 @@ StatusOr<ProxyConfig> ParseProxyUrl(std::string_view value) {
     authority = authority.substr(at + 1);
   }
   if (authority.empty()) return Status::InvalidArgument("missing host");
-  Status host_status = ParseHostPort(authority, config);
-  if (!host_status.ok()) return host_status;
+  if (Status host_status = ParseHostPort(authority, config); !host_status.ok()) return host_status;
   return config;
 }
 

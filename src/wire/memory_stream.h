@@ -1,6 +1,5 @@
-// In-memory ByteStreams: they let CallUnary run against raw bytes (fuzzers, canned server
-// replies) or against an in-process HTTP/2 peer on another thread (unit tests), without
-// sockets or TLS.
+// In-memory ByteStreams: they let CallUnary run against raw bytes (fuzzers, canned server replies)
+// or against an in-process HTTP/2 peer on another thread (unit tests), without sockets or TLS.
 #pragma once
 
 #include <cstddef>

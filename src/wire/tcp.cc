@@ -6,7 +6,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -26,8 +25,6 @@ bool IsIpLiteral(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-// Waits until fd is ready for events or the deadline passes. Readiness includes errors: the
-// next I/O call reports them.
 Status WaitFd(int fd, short events, Deadline deadline) {
   while (true) {
     pollfd pfd{fd, events, 0};

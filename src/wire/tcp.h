@@ -4,9 +4,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/deadline.h"
 #include "common/status.h"
@@ -32,7 +32,6 @@ Status SendAll(int fd, std::string_view data, Deadline deadline);
 // Waits for and reads at least one byte; 0 means the peer closed.
 StatusOr<size_t> RecvSome(int fd, char* buf, size_t len, Deadline deadline);
 
-// A plain TCP connection as a ByteStream.
 class TcpStream : public ByteStream {
  public:
   explicit TcpStream(UniqueFd fd) : fd_(std::move(fd)) {}

@@ -22,32 +22,12 @@ namespace {
 
 constexpr size_t kMaxProxyHeader = 16 * 1024;
 
-// ---- Small owners and helpers. ----
-
 using ossl::SslCtxPtr;
 using ossl::SslPtr;
 using ossl::X509Ptr;
 
 // Peer-supplied text is echoed into messages with at most this many bytes.
 constexpr size_t kMaxEchoedBytes = 200;
-
-}  // namespace
-
-// ---- Trust anchors: every CERTIFICATE block, as Go's CertPool.AppendCertsFromPEM. ----
-
-StatusOr<TrustAnchors> ParseTrustAnchors(const std::string& ca_pem) {
-  if (ca_pem.empty()) {
-    return Status::InvalidArgument(
-        "cluster CA unavailable; refusing to connect over unverified TLS");
-  }
-  StatusOr<TrustAnchors> certs = ossl::ParsePemCertificates(ca_pem);
-  if (certs.status().code() == Status::Code::kInvalidArgument) {
-    return Status::InvalidArgument("failed to parse cluster CA PEM");
-  }
-  return certs;
-}
-
-namespace {
 
 // ---- Options and the TLS context. ----
 
@@ -336,6 +316,20 @@ StatusOr<std::unique_ptr<TlsStream>> Handshake(UniqueFd fd, SSL_CTX* ctx, const 
 }
 
 }  // namespace
+
+// ---- Trust anchors: every CERTIFICATE block, as Go's CertPool.AppendCertsFromPEM. ----
+
+StatusOr<TrustAnchors> ParseTrustAnchors(const std::string& ca_pem) {
+  if (ca_pem.empty()) {
+    return Status::InvalidArgument(
+        "cluster CA unavailable; refusing to connect over unverified TLS");
+  }
+  StatusOr<TrustAnchors> certs = ossl::ParsePemCertificates(ca_pem);
+  if (certs.status().code() == Status::Code::kInvalidArgument) {
+    return Status::InvalidArgument("failed to parse cluster CA PEM");
+  }
+  return certs;
+}
 
 StatusOr<std::unique_ptr<TlsStream>> DialTls(const TlsDialOptions& options, Deadline deadline) {
   if (Status valid = ValidateOptions(options); !valid.ok()) return valid;

@@ -18,7 +18,6 @@
 
 namespace hotfix::wire {
 
-// A CA bundle's certificates, parsed.
 using TrustAnchors = std::vector<ossl::X509Ptr>;
 
 // Parses a CA bundle the way DialTls does (common/openssl.h's ParsePemCertificates, Go's

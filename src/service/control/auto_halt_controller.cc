@@ -7,11 +7,6 @@
 #include "service/control/rollout_status.h"
 
 namespace hotfix::service {
-namespace {
-
-int64_t AsInt(uint64_t v) { return static_cast<int64_t>(v); }
-
-}  // namespace
 
 Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state) {
   Rollout out = rollout;
@@ -39,17 +34,12 @@ std::shared_ptr<const StoreSnapshot> AutoHaltController::Current() const {
   std::shared_ptr<const StoreSnapshot> files = files_->Current();
   std::lock_guard<std::mutex> lock(mu_);
   if (files == nullptr) return nullptr;
-  if (files != served_files_ || version_ != served_version_) {
-    served_ = Rebuild(files);
-    served_files_ = std::move(files);
-    served_version_ = version_;
-  }
+  if (files != served_files_ || version_ != served_version_) Rebuild(std::move(files));
   return served_;
 }
 
-// Called with mu_ held, only when the files or the judgement changed.
-std::shared_ptr<const StoreSnapshot> AutoHaltController::Rebuild(
-    std::shared_ptr<const StoreSnapshot> files) const {
+// Makes served_ `files` as judged now. Called with mu_ held, only when either changed.
+void AutoHaltController::Rebuild(std::shared_ptr<const StoreSnapshot> files) const {
   auto out = std::make_shared<StoreSnapshot>(*files);  // shares every config
   for (auto& [component, config] : out->components) {
     if (std::none_of(config->rollouts.begin(), config->rollouts.end(),
@@ -65,7 +55,9 @@ std::shared_ptr<const StoreSnapshot> AutoHaltController::Rebuild(
     }
     config = std::move(judged);
   }
-  return out;
+  served_ = std::move(out);
+  served_files_ = std::move(files);
+  served_version_ = version_;
 }
 
 void AutoHaltController::EvaluateNow() {
@@ -92,11 +84,7 @@ void AutoHaltController::EvaluateNow() {
   std::lock_guard<std::mutex> lock(mu_);
   // Judged here, on the evaluation's thread, so that a call only ever copies a pointer (a
   // reload between evaluations is judged by the first call that sees it).
-  if (files != nullptr) {
-    served_ = Rebuild(files);
-    served_files_ = files;
-    served_version_ = version_;
-  }
+  if (files != nullptr) Rebuild(files);
   if (wanted.empty()) return;
   ++(evidence.ok() ? stats_.ok : stats_.unavailable);
   stats_.seconds +=
@@ -157,10 +145,11 @@ void AutoHaltController::Apply(
     st.tally = judged.total;
     st.evaluated_at = now;
     if (log != nullptr && !was_ok && known_before) {
-      log->Info("rollout auto-halt signal back", {{"component", key.component},
-                                                  {"rollout", key.rollout},
-                                                  {"reports", AsInt(st.tally.reports)},
-                                                  {"failures", AsInt(st.tally.failures)}});
+      log->Info("rollout auto-halt signal back",
+                {{"component", key.component},
+                 {"rollout", key.rollout},
+                 {"reports", static_cast<int64_t>(st.tally.reports)},
+                 {"failures", static_cast<int64_t>(st.tally.failures)}});
     }
     if (!st.halted_at && judged.halted_at) {
       st.halted_at = judged.halted_at;
@@ -169,8 +158,8 @@ void AutoHaltController::Apply(
         log->Error("rollout auto-halted", {{"component", key.component},
                                            {"rollout", key.rollout},
                                            {"evidence", st.evidence},
-                                           {"reports", AsInt(st.tally.reports)},
-                                           {"failures", AsInt(st.tally.failures)},
+                                           {"reports", static_cast<int64_t>(st.tally.reports)},
+                                           {"failures", static_cast<int64_t>(st.tally.failures)},
                                            {"since", FormatRolloutTime(since)},
                                            {"halted_at", FormatRolloutTime(*st.halted_at)}});
       }

@@ -111,7 +111,7 @@ class AutoHaltController : public ComponentStore {
   AutoHaltStats stats() const;
 
  private:
-  std::shared_ptr<const StoreSnapshot> Rebuild(std::shared_ptr<const StoreSnapshot> files) const;
+  void Rebuild(std::shared_ptr<const StoreSnapshot> files) const;
   void Apply(const std::map<RolloutKey, std::pair<AutoHaltPolicy, RolloutTime>>& wanted,
              const StatusOr<OutcomeEvidence>& evidence, RolloutTime now);
   void Run();

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -16,11 +17,7 @@ namespace hotfix::service {
 namespace {
 
 bool HasSpaceOrControl(std::string_view s) {
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) return true;
-  }
-  return false;
+  return std::any_of(s.begin(), s.end(), [](unsigned char u) { return u <= 0x20 || u == 0x7f; });
 }
 
 // Builds a NodeList line by line (from a string or a stream).
@@ -61,8 +58,7 @@ class NodeListBuilder {
     if (node.cluster.empty()) {
       return Status::InvalidArgument(where + "clusterHost " + fields[2] + " has no host");
     }
-    std::string key = node.vm_id + '\n' + node.subscription + '\n' + node.cluster;
-    if (!seen_.insert(std::move(key)).second) {
+    if (!seen_.insert(node.vm_id + '\n' + node.subscription + '\n' + node.cluster).second) {
       ++list_.duplicates;
       return Status::Ok();
     }

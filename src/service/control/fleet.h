@@ -13,7 +13,6 @@
 
 namespace hotfix::service {
 
-// At most this many nodes in a fleet.
 inline constexpr size_t kMaxFleetNodes = 1000000;
 
 struct NodeList {

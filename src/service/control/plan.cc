@@ -27,8 +27,7 @@ ordered_json PercentJson(uint32_t threshold) {
   return static_cast<double>(threshold) / 100.0;
 }
 
-}  // namespace
-
+// The `why` of one rollout for one node: empty when it applies.
 std::string WhyNot(const RolloutOutcome& outcome) {
   switch (outcome.verdict) {
     case RolloutVerdict::kApplies:
@@ -40,6 +39,8 @@ std::string WhyNot(const RolloutOutcome& outcome) {
       return RolloutVerdictName(outcome.verdict);
   }
 }
+
+}  // namespace
 
 StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view component,
                                const RolloutNode& node, RolloutTime at) {
@@ -89,9 +90,7 @@ StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view c
            "applies only while its nodes' reports have not halted it and the service "
            "can read them (GET /rollouts shows the judgement)"}};
     }
-    ordered_json hotfixes = ordered_json::object();
-    for (const auto& [base, version] : r.hotfixes) hotfixes[base] = version;
-    entry["hotfixes"] = std::move(hotfixes);
+    entry["hotfixes"] = ordered_json(r.hotfixes);
     rollouts.push_back(std::move(entry));
   }
   out["rollouts"] = std::move(rollouts);

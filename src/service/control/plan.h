@@ -21,7 +21,4 @@ namespace hotfix::service {
 StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view component,
                                const RolloutNode& node, RolloutTime at);
 
-// The `why` of one rollout for one node: empty when it applies.
-std::string WhyNot(const RolloutOutcome& outcome);
-
 }  // namespace hotfix::service

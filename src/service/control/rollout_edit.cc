@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "service/store/component_store.h"
+#include "service/store/component_file.h"
 
 namespace hotfix::service {
 namespace {

@@ -18,10 +18,7 @@ std::shared_ptr<const RolloutStatus::Table> RolloutStatus::CurrentTable() const 
   next->snapshot = snapshot;
   for (const auto& [component, config] : snapshot->components) {
     if (config->rollouts.empty()) continue;
-    auto& counts = next->counts
-                       .emplace(std::piecewise_construct, std::forward_as_tuple(component),
-                                std::forward_as_tuple(config->rollouts.size()))
-                       .first->second;
+    auto& counts = next->counts.try_emplace(component, config->rollouts.size()).first->second;
     if (table_ == nullptr) continue;
     auto old_counts = table_->counts.find(component);
     auto old_config = table_->snapshot->components.find(component);

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -17,15 +18,11 @@ using ordered_json = nlohmann::ordered_json;
 
 // "202604.01.9" before "202604.01.10": by base, then by the patch number.
 struct VersionOrder {
-  bool operator()(const std::string& a, const std::string& b) const {
-    const std::string_view pa = std::string_view(a).substr(std::min<size_t>(a.size(), 10));
-    const std::string_view pb = std::string_view(b).substr(std::min<size_t>(b.size(), 10));
-    const std::string_view ba = std::string_view(a).substr(0, 9);
-    const std::string_view bb = std::string_view(b).substr(0, 9);
-    if (ba != bb) return ba < bb;
-    if (pa.size() != pb.size()) return pa.size() < pb.size();
-    return pa < pb;
+  static auto Key(std::string_view v) {
+    const std::string_view patch = v.substr(std::min<size_t>(v.size(), 10));
+    return std::make_tuple(v.substr(0, 9), patch.size(), patch);
   }
+  bool operator()(const std::string& a, const std::string& b) const { return Key(a) < Key(b); }
 };
 
 // What a node is served, in a form two files can be compared by and a TSV cell can hold.
@@ -131,6 +128,18 @@ Status CheckWork(size_t nodes, uint64_t settings, size_t rollouts) {
   return Status::Ok();
 }
 
+// The fleet and time limits Simulate and SimulateAgainst share.
+Status CheckSimulateSize(const std::vector<RolloutNode>& fleet,
+                         const std::vector<RolloutTime>& times) {
+  if (fleet.size() > kMaxFleetNodes) {
+    return Status::InvalidArgument("more than " + std::to_string(kMaxFleetNodes) + " nodes");
+  }
+  if (times.size() > kMaxSimulateTimes) {
+    return Status::InvalidArgument("more than " + std::to_string(kMaxSimulateTimes) + " times");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string AutoHaltNote(const ComponentConfig& config) {
@@ -162,22 +171,6 @@ StatusOr<std::vector<RolloutTime>> SimulationTimes(RolloutTime from, RolloutTime
   for (int64_t i = 0; i < rows; ++i) times.push_back(from + every * i);
   return times;
 }
-
-namespace {
-
-// The fleet and time limits Simulate and SimulateAgainst share.
-Status CheckSimulateSize(const std::vector<RolloutNode>& fleet,
-                         const std::vector<RolloutTime>& times) {
-  if (fleet.size() > kMaxFleetNodes) {
-    return Status::InvalidArgument("more than " + std::to_string(kMaxFleetNodes) + " nodes");
-  }
-  if (times.size() > kMaxSimulateTimes) {
-    return Status::InvalidArgument("more than " + std::to_string(kMaxSimulateTimes) + " times");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 StatusOr<SimulateTable> Simulate(const ComponentConfig& config,
                                  const std::vector<RolloutNode>& fleet,
@@ -226,7 +219,6 @@ StatusOr<SimulateTable> Simulate(const ComponentConfig& config,
     }
   }
 
-  // Each answer's columns.
   std::vector<std::vector<size_t>> answer_columns(eval.answers());
   for (size_t id = 0; id < eval.answers(); ++id) {
     if (!config.hotfixes) {

@@ -4,12 +4,6 @@
 
 namespace hotfix::service {
 
-namespace {
-
-constexpr std::string_view kJsonSuffix = ".json";
-
-}  // namespace
-
 StatusOr<std::shared_ptr<const ComponentConfig>> LoadComponentFromFolder(
     const std::string& dir, std::string_view component) {
   if (!IsValidComponentName(component)) {
@@ -20,7 +14,7 @@ StatusOr<std::shared_ptr<const ComponentConfig>> LoadComponentFromFolder(
   if (!load.ok()) return load.status();
   const std::string name(component);
   if (auto it = load->valid.find(name); it != load->valid.end()) return it->second;
-  const std::string file = name + std::string(kJsonSuffix);
+  const std::string file = name + ".json";
   if (auto it = load->rejected.find(file); it != load->rejected.end()) {
     return Status::InvalidArgument(OneLine(it->second));
   }

@@ -4,7 +4,6 @@
 
 #include <ctime>
 
-#include "common/file_util.h"
 #include "common/openssl.h"
 
 namespace hotfix::service {

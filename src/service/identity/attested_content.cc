@@ -39,16 +39,12 @@ std::optional<TimePoint> Timestamp(const nlohmann::json& doc, const char* key) {
 
 StatusOr<AttestedContent> ParseJsonContent(std::string_view json) {
   nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Status::InvalidArgument("not a JSON object");
-  }
+  if (doc.is_discarded() || !doc.is_object()) return Status::InvalidArgument("not a JSON object");
   AttestedContent out;
   const std::string* vm_id = NonEmptyString(doc, "vmId");
   const std::string* subscription = NonEmptyString(doc, "subscriptionId");
-  if (vm_id == nullptr || subscription == nullptr) {
-    return Status::InvalidArgument(vm_id == nullptr ? "no vmId string"
-                                                    : "no subscriptionId string");
-  }
+  if (vm_id == nullptr) return Status::InvalidArgument("no vmId string");
+  if (subscription == nullptr) return Status::InvalidArgument("no subscriptionId string");
   out.identity.vm_id = *vm_id;
   out.identity.subscription_id = *subscription;
   if (const std::string* sku = NonEmptyString(doc, "sku")) out.identity.sku = *sku;

@@ -1,6 +1,5 @@
-// The content of an attested document, read only after its signature verified
-// (signed_document.h): IMDS's JSON with vmId, subscriptionId, sku and
-// timeStamp.createdOn/expiresOn, and the time checks on it.
+// An attested document's content, read only after its signature verified (signed_document.h):
+// IMDS's JSON (vmId, subscriptionId, sku, timeStamp.createdOn/expiresOn) and its time checks.
 #pragma once
 
 #include <chrono>
@@ -21,10 +20,9 @@ struct AttestedContent {
 // InvalidArgument naming what is missing or malformed; never throws on any input.
 StatusOr<AttestedContent> ParseAttestedContent(std::string_view json);
 
-// PermissionDenied when the document has expired at `now`, was created further in the
-// future than a node's clock may run ahead (5 minutes), or was created longer than max_age
-// ago (0: no limit): a document lives 6 hours, but a node fetches it just before its call,
-// so an old one is a replay.
+// PermissionDenied when the document has expired at `now`, was created further in the future than a
+// node's clock may run ahead (5 minutes), or was created longer than max_age ago (0: no limit): a
+// document lives 6 hours, but a node fetches it just before its call, so an old one is a replay.
 Status CheckAttestedTimes(const AttestedContent& content, std::chrono::system_clock::time_point now,
                           std::chrono::seconds max_age);
 

@@ -22,8 +22,7 @@ struct AuthenticatorFlags {
   std::chrono::seconds max_token_age{600};
 };
 
-// The authenticator, and its roots when it verifies attested documents (reloaded on change,
-// read by the metrics).
+// The authenticator and, for attested documents, its roots (reloaded on change, read by metrics).
 struct AuthenticatorSetup {
   std::unique_ptr<Authenticator> authenticator;
   AttestationRoots* roots = nullptr;  // the authenticator, or null in development mode

@@ -1,15 +1,8 @@
 #include "service/identity/identity_cache.h"
 
-#include <cstring>
 #include <mutex>
 
 namespace hotfix::service {
-
-size_t IdentityCache::DigestHash::operator()(const Digest& d) const {
-  size_t h;  // SHA-256 output is already uniform: any 8 bytes of it are a good hash
-  std::memcpy(&h, d.data(), sizeof(h));
-  return h;
-}
 
 std::shared_ptr<const NodeIdentity> IdentityCache::Find(const Digest& digest, TimePoint now,
                                                         bool* fresh) const {

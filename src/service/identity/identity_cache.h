@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <shared_mutex>
@@ -40,7 +41,11 @@ class IdentityCache {
 
  private:
   struct DigestHash {
-    size_t operator()(const Digest& d) const;
+    size_t operator()(const Digest& d) const {
+      size_t h;  // SHA-256 output is already uniform: any 8 bytes of it are a good hash
+      std::memcpy(&h, d.data(), sizeof(h));
+      return h;
+    }
   };
   struct Entry {
     std::shared_ptr<const NodeIdentity> identity;

@@ -63,11 +63,9 @@ class AttestedDocumentAuthenticator : public Authenticator {
     if (!digest) return Fail(IdentityFailure::kMalformed, Status::Internal("SHA-256 failed"));
     const TimePoint now = options_.clock();
     if (std::optional<AuthResult> cached = FromCache(*digest, now)) return *cached;
-    if (refusals_) {
-      if (std::optional<Refusal> refused = refusals_->Find(*digest, now)) {
-        refusal_cache_hits_.fetch_add(1, std::memory_order_relaxed);
-        return Fail(refused->failure, std::move(refused->error));
-      }
+    if (std::optional<Refusal> refused = refusals_ ? refusals_->Find(*digest, now) : std::nullopt) {
+      refusal_cache_hits_.fetch_add(1, std::memory_order_relaxed);
+      return Fail(refused->failure, std::move(refused->error));
     }
     TimePoint cache_until;
     AuthResult result = Verify(token, now, &cache_until);
@@ -99,9 +97,8 @@ class AttestedDocumentAuthenticator : public Authenticator {
   }
 
  private:
-  // A fresh entry is the identity; an entry past its document's expiry is kExpired without
-  // another verification. Anything else (no entry; the signer certificate ran out first)
-  // goes to the full check.
+  // A fresh entry is the identity; an entry past its document's expiry is kExpired without another
+  // verification. Anything else (no entry; the signer certificate ran out first): the full check.
   std::optional<AuthResult> FromCache(const Digest& digest, TimePoint now) {
     bool fresh = false;
     std::shared_ptr<const NodeIdentity> identity = cache_.Find(digest, now, &fresh);

@@ -11,7 +11,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "common/status.h"
 
@@ -70,8 +69,7 @@ struct AuthenticatorStats {
   // those whose chain failed (AttestedDocumentOptions::signer_refusal_slots) and so were
   // refused as before without its parse and without building its chain.
   uint64_t signer_refusal_cache_hits = 0;
-  // Refusals repeated from the refusal cache (AttestedDocumentOptions::refusal_cache_slots)
-  // without another check.
+  // Refusals the refusal cache (AttestedDocumentOptions::refusal_cache_slots) repeated unchecked.
   uint64_t refusal_cache_hits = 0;
 };
 // Adds `from`'s counters (not its gauges, the *_entries) to `to`'s: a reload's retired
@@ -88,17 +86,13 @@ class Authenticator {
   // the token's next call costs a hash. Identities turned away after authentication are never
   // kept: a caller holding valid documents of its own cannot fill the cache with identities
   // the service refuses, evicting the fleet's.
-  virtual void Admit(const NodeIdentity& identity, const IdentityCacheTicket& ticket) {
-    (void)identity;
-    (void)ticket;
-  }
+  virtual void Admit(const NodeIdentity& /*identity*/, const IdentityCacheTicket& /*ticket*/) {}
   virtual AuthenticatorStats stats() const { return {}; }
 };
 
 struct AttestedDocumentOptions {
-  // PEM bundle the signer must chain to. It must hold a self-signed root; any intermediates in
-  // it are used to build the chain (IMDS embeds only the signer certificate, so Azure's
-  // intermediate CA belongs here).
+  // PEM bundle the signer must chain to. It must hold a self-signed root; intermediates in it build
+  // the chain (IMDS embeds only the signer certificate, so Azure's intermediate CA belongs here).
   std::string trust_roots_pem;
   // --attestation-issuers: every certificate of trust_roots_pem is a trust anchor as it is
   // (X509_V_FLAG_PARTIAL_CHAIN), so the signer must be issued by one of them; nothing above
@@ -127,11 +121,10 @@ struct AttestedDocumentOptions {
   std::chrono::seconds refusal_cache_ttl{60};
   // Signer certificates whose chain to the roots failed, kept by SHA-256 of their DER for
   // refusal_cache_ttl in a table of this many slots, with the full check's refusal: a later
-  // document embedding exactly those bytes, as its only certificate, in IMDS's layout and
-  // with the same envelope, gets that refusal after a parse of its envelope and a hash,
-  // without the certificate's parse and chain. Only chain failures are kept (never a bad
-  // signature, a wrong name or a certificate not yet valid), and only certificates up to
-  // 8 KiB. 0 turns it off.
+  // document embedding exactly those bytes, as its only certificate, in IMDS's layout and with the
+  // same envelope, gets that refusal after a parse of its envelope and a hash, without the
+  // certificate's parse and chain. Only chain failures are kept (never a bad signature, a wrong
+  // name or a certificate not yet valid), and only certificates up to 8 KiB. 0 turns it off.
   size_t signer_refusal_slots = 256;
   // The time for timeStamp.createdOn/expiresOn and for cache expiry; empty: the system clock.
   // For tests. Certificate validity is still checked by OpenSSL against the real time.

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <list>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 
 #include "common/token_bucket.h"
@@ -53,13 +52,9 @@ class TokenBucketLimiter : public RateLimiter {
   };
   using List = std::list<Bucket>;
 
-  bool Idle(const Bucket& bucket, SteadyTime now) const {
-    return Seconds(now - bucket.tokens.refilled) >= refill_time_;
-  }
-
   // A bucket that has refilled to the burst is the same as no bucket.
   void ForgetIdle(SteadyTime now) {
-    while (!lru_.empty() && Idle(lru_.back(), now)) Forget();
+    while (!lru_.empty() && Seconds(now - lru_.back().tokens.refilled) >= refill_time_) Forget();
   }
 
   void Forget() {
@@ -108,9 +103,7 @@ std::unique_ptr<RateLimiter> NewTokenBucketLimiter(double rate_per_second,
 
 StatusOr<double> ParseRatePerSecond(std::string_view text) {
   std::string_view number = text;
-  if (number.size() >= 2 && number.substr(number.size() - 2) == "/s") {
-    number.remove_suffix(2);
-  }
+  if (number.ends_with("/s")) number.remove_suffix(2);
   double rate = 0;
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), rate);
   if (number.empty() || ec != std::errc() || end != number.data() + number.size() || rate < 0 ||

@@ -21,10 +21,9 @@ class RateLimiter {
   virtual size_t tracked_keys() const { return 0; }
 };
 
-// rate_per_second <= 0 (or not finite): unlimited. Thread-safe; Allow() is O(1) amortised under
-// one mutex. A bucket idle long enough to have refilled is forgotten (a new one would be the
-// same); beyond max_tracked_keys the least recently used key is forgotten, which hands it a
-// fresh burst should it return.
+// rate_per_second <= 0 (or not finite): unlimited. Thread-safe; Allow() is O(1) amortised under one
+// mutex. A bucket idle long enough to have refilled is forgotten (a new one would be the same);
+// beyond max_tracked_keys so is the least recently used key (a fresh burst should it return).
 std::unique_ptr<RateLimiter> NewTokenBucketLimiter(double rate_per_second,
                                                    size_t max_tracked_keys = 100000);
 

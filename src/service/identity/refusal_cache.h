@@ -1,10 +1,9 @@
-// Refusals by SHA-256, for a short while: the same bad input again is refused for the price of
-// its hash. The authenticator keeps refused tokens in one (a repeated bad token, about 30 bytes
-// once HPACK has it, costs a SHA-256 and a lookup, not a base64 decode, a PKCS#7 parse and a
-// chain check each time); the signature layer keeps signer certificates whose chain failed in
-// another (signed_document.h). A fixed table of slots, each digest choosing one (a newer
-// refusal takes the slot of an older one), so its size is fixed whatever peers send; sharded
-// locks. Thread-safe.
+// Refusals by SHA-256, for a short while: the same bad input again is refused for the price of its
+// hash. The authenticator keeps refused tokens in one (a repeated bad token, about 30 bytes once
+// HPACK has it, costs a SHA-256 and a lookup, not a base64 decode, a PKCS#7 parse and a chain check
+// each time); the signature layer keeps signer certificates whose chain failed in another
+// (signed_document.h). A fixed table of slots, each digest choosing one (a newer refusal takes the
+// slot of an older one), so its size is fixed whatever peers send; sharded locks. Thread-safe.
 //
 //   RefusalCache<Refusal> refusals(4096, std::chrono::seconds(60));
 //   if (std::optional<Refusal> r = refusals.Find(digest, now)) return *r;  // the same answer
@@ -43,11 +42,7 @@ class RefusalCache {
   void Insert(const Key& digest, Value value, TimePoint now) {
     const size_t i = Index(digest);
     std::lock_guard<std::mutex> lock(mu_[i % kShards]);
-    Slot& slot = slots_[i];
-    slot.digest = digest;
-    slot.used = true;
-    slot.until = now + ttl_;
-    slot.value = std::move(value);
+    slots_[i] = Slot{digest, true, now + ttl_, std::move(value)};
   }
 
  private:

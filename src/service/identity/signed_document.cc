@@ -2,7 +2,6 @@
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/pkcs7.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -30,7 +29,6 @@ struct FreeX509Stack {  // sk_X509_free is a macro, so not a Deleter<> argument
 using SignerStack = std::unique_ptr<STACK_OF(X509), FreeX509Stack>;
 using StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, ossl::Deleter<X509_STORE_CTX_free>>;
 
-// OpenSSL's error queue, drained (ossl::DrainErrors), for a refusal's message.
 std::string DrainErrors() { return ossl::DrainErrorsOr("no OpenSSL error queued"); }
 
 SignedDocument Refuse(IdentityFailure failure, Status error) {
@@ -183,9 +181,7 @@ SignedDocument CheckSignedDer(std::string_view der, X509_STORE* roots, std::stri
   StatusOr<Pkcs7Ptr> p7 = ParseSignedData(der);
   if (!p7.ok()) return Malformed(p7.status().message());
   PKCS7* signed_data = p7->get();
-  if (Status form = CheckCanonical(signed_data, der); !form.ok()) {
-    return Malformed(form.message());
-  }
+  if (Status form = CheckCanonical(signed_data, der); !form.ok()) return Malformed(form.message());
   if (Status form = CheckEnvelope(signed_data, signed_data->d.sign->cert); !form.ok()) {
     return Malformed(form.message());
   }
@@ -280,9 +276,8 @@ std::string DerOf(X509* cert) {
   return out;
 }
 
-}  // namespace
-
-StatusOr<StorePtr> LoadTrustRoots(std::string_view pem, bool anchors_are_issuers) {
+// The PEM bundle the signer must chain to, as a store of at least one certificate.
+StatusOr<StorePtr> LoadTrustRoots(std::string_view pem, bool anchors_are_issuers = false) {
   StatusOr<std::vector<X509Ptr>> certs = ossl::ParsePemCertificates(pem);
   if (!certs.ok()) return certs.status().Annotate("attested document trust roots");
   StorePtr store(X509_STORE_new());
@@ -304,7 +299,27 @@ StatusOr<StorePtr> LoadTrustRoots(std::string_view pem, bool anchors_are_issuers
   return store;
 }
 
-// The token's DER: strict base64, one line.
+// The document without its certificate, parsed, and `cert` as the stack its signer is looked
+// up in: when the document passes the full check's envelope checks (CheckCanonical,
+// CheckEnvelope) with `cert` standing for the certificate whose exact bytes it embeds. d2i_PKCS7
+// of the stripped document decodes no key; it is DER exactly when the document is
+// (SplitOffCertificate), and it parses exactly as the document does but for the
+// certificates, which are `cert`'s bytes. nullopt: let the full check answer.
+struct StrippedDocument {
+  Pkcs7Ptr p7;
+  SignerStack certs;
+};
+std::optional<StrippedDocument> EnvelopeAround(const SplitSignedData& split, X509* cert) {
+  StatusOr<Pkcs7Ptr> p7 = ParseSignedData(split.stripped);
+  if (!p7.ok() || !CheckCanonical(p7->get(), split.stripped).ok()) return std::nullopt;
+  SignerStack certs(sk_X509_new_null());
+  if (!certs || sk_X509_push(certs.get(), cert) <= 0) return std::nullopt;
+  if (!CheckEnvelope(p7->get(), certs.get()).ok()) return std::nullopt;
+  return StrippedDocument{std::move(p7).value(), std::move(certs)};
+}
+
+}  // namespace
+
 StatusOr<std::string> DecodeToken(std::string_view token) {
   // gRPC metadata cannot carry line breaks anyway; refusing them keeps one spelling per
   // document rather than relying on the decoder skipping them.
@@ -350,29 +365,6 @@ SignedDocument SignedDocumentVerifier::Verify(std::string_view der, TimePoint no
   }
   return signed_doc;
 }
-
-namespace {
-
-// The document without its certificate, parsed, and `cert` as the stack its signer is looked
-// up in: when the document passes the full check's envelope checks (CheckCanonical,
-// CheckEnvelope) with `cert` standing for the certificate whose exact bytes it embeds. d2i_PKCS7
-// of the stripped document decodes no key; it is DER exactly when the document is
-// (SplitOffCertificate), and it parses exactly as the document does but for the
-// certificates, which are `cert`'s bytes. nullopt: let the full check answer.
-struct StrippedDocument {
-  Pkcs7Ptr p7;
-  SignerStack certs;
-};
-std::optional<StrippedDocument> EnvelopeAround(const SplitSignedData& split, X509* cert) {
-  StatusOr<Pkcs7Ptr> p7 = ParseSignedData(split.stripped);
-  if (!p7.ok() || !CheckCanonical(p7->get(), split.stripped).ok()) return std::nullopt;
-  SignerStack certs(sk_X509_new_null());
-  if (!certs || sk_X509_push(certs.get(), cert) <= 0) return std::nullopt;
-  if (!CheckEnvelope(p7->get(), certs.get()).ok()) return std::nullopt;
-  return StrippedDocument{std::move(p7).value(), std::move(certs)};
-}
-
-}  // namespace
 
 // The full check's answer for `der` (CheckSignedDer) when the certificate it embeds is kept,
 // trusted (the signer cache) or refused (the refused signers), without parsing that
@@ -453,10 +445,9 @@ std::optional<SignedDocument> SignedDocumentVerifier::RefuseAsBefore(const Split
   return Refuse(refused.failure, refused.error);
 }
 
-// After the full check accepted `p7` (chain and signer name): keep its signer certificate, so
-// that a later document embedding it costs its signature. PKCS7_verify does not expose the
-// chain it verified, so it is built again here, once per certificate; it gives the validity
-// window.
+// After the full check accepted `p7` (chain and signer name): keep its signer certificate, so that
+// a later document embedding it costs its signature. PKCS7_verify does not expose the chain it
+// verified, so it is built again here, once per certificate; it gives the validity window.
 void SignedDocumentVerifier::RememberSigner(PKCS7* p7, const SignedDocument& signed_doc) {
   if (signers_.capacity() == 0) return;
   std::optional<ChainCheck> chain = CheckChainOfOnlyCertificate(p7, roots_.get());

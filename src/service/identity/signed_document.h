@@ -33,17 +33,10 @@ struct SignedDocument {
 // The token's DER: strict base64 on one line.
 StatusOr<std::string> DecodeToken(std::string_view token);
 
-// The PEM bundle the signer must chain to, as a store: at least one certificate; purpose
-// "any" (IMDS's signer is a TLS-style certificate, not an S/MIME one; its serverAuth EKU is
-// checked on the signer itself). anchors_are_issuers: every certificate is an anchor as it is
-// (X509_V_FLAG_PARTIAL_CHAIN), --attestation-issuers.
-StatusOr<ossl::StorePtr> LoadTrustRoots(std::string_view pem, bool anchors_are_issuers = false);
-
-// The layer with its roots parsed once, signer certificates kept (signer_cache.h) so that a
-// later document from a kept certificate costs its signature, not the certificate's parse and
-// chain, and certificates whose chain failed kept for a while (refusal_cache.h) so that a
-// later document embedding one costs a parse of its envelope, not the certificate's parse and
-// chain. Thread-safe.
+// The layer with its roots parsed once, signer certificates kept (signer_cache.h) so that a later
+// document from a kept certificate costs its signature, not the certificate's parse and chain, and
+// certificates whose chain failed kept for a while (refusal_cache.h) so that a later document
+// embedding one costs a parse of its envelope, not the certificate's parse and chain. Thread-safe.
 class SignedDocumentVerifier {
  public:
   using TimePoint = std::chrono::system_clock::time_point;

@@ -1,6 +1,5 @@
 #include "service/identity/signer_cache.h"
 
-#include <openssl/asn1.h>
 #include <openssl/err.h>
 
 #include <climits>
@@ -8,28 +7,25 @@
 namespace hotfix::service {
 namespace {
 
-// One TLV as ASN1_get_object reads it: [start, content) is the header, [content, end) the
-// contents.
+std::string_view Between(const unsigned char* from, const unsigned char* to) {
+  return {reinterpret_cast<const char*>(from), static_cast<size_t>(to - from)};
+}
+
+// One TLV as ASN1_get_object reads it: [start, content) is the header, [content, end) the contents.
 struct Tlv {
   const unsigned char* start;
   const unsigned char* content;
   const unsigned char* end;
-  int tag;
-  int xclass;
-  bool constructed;
 
-  std::string_view bytes() const {
-    return {reinterpret_cast<const char*>(start), static_cast<size_t>(end - start)};
-  }
-  bool Is(int want_class, int want_tag, bool want_constructed) const {
-    return xclass == want_class && tag == want_tag && constructed == want_constructed;
-  }
+  std::string_view bytes() const { return Between(start, end); }
 };
 
-// The TLV at `p`, which must lie within [p, limit) and have a definite length. ASN1_get_object
-// does the decoding (and the bounds check: the contents must fit in `limit - p`); only its
-// result bits are read here: 0x80 an error, 0x01 an indefinite length.
-std::optional<Tlv> ReadTlv(const unsigned char* p, const unsigned char* limit) {
+// The TLV at `p`, which must lie within [p, limit), have a definite length and be of class
+// `want_class`, tag `want_tag` and form `want_constructed`. ASN1_get_object does the decoding
+// (and the bounds check: the contents must fit in `limit - p`); only its result bits are read
+// here: 0x80 an error, 0x01 an indefinite length.
+std::optional<Tlv> ReadTlv(const unsigned char* p, const unsigned char* limit, int want_class,
+                           int want_tag, bool want_constructed) {
   if (p >= limit) return std::nullopt;
   const unsigned char* content = p;
   long length = 0;
@@ -41,11 +37,11 @@ std::optional<Tlv> ReadTlv(const unsigned char* p, const unsigned char* limit) {
     return std::nullopt;
   }
   if ((ret & 0x01) != 0) return std::nullopt;  // indefinite length: BER, never DER
-  return Tlv{p, content, content + length, tag, xclass, (ret & V_ASN1_CONSTRUCTED) != 0};
-}
-
-std::string_view Between(const unsigned char* from, const unsigned char* to) {
-  return {reinterpret_cast<const char*>(from), static_cast<size_t>(to - from)};
+  const bool constructed = (ret & V_ASN1_CONSTRUCTED) != 0;
+  if (xclass != want_class || tag != want_tag || constructed != want_constructed) {
+    return std::nullopt;
+  }
+  return Tlv{p, content, content + length};
 }
 
 // ContentInfo { contentType, [0] { SignedData { before, [0] { certificate }, after } } } in
@@ -94,44 +90,34 @@ std::optional<SplitSignedData> SplitOffCertificate(std::string_view der) {
   const auto* begin = reinterpret_cast<const unsigned char*>(der.data());
   const auto* end = begin + der.size();
 
-  std::optional<Tlv> outer = ReadTlv(begin, end);
-  if (!outer || !outer->Is(V_ASN1_UNIVERSAL, V_ASN1_SEQUENCE, true) || outer->end != end) {
-    return std::nullopt;
-  }
-  std::optional<Tlv> content_type = ReadTlv(outer->content, outer->end);
-  if (!content_type || !content_type->Is(V_ASN1_UNIVERSAL, V_ASN1_OBJECT, false)) {
-    return std::nullopt;
-  }
-  std::optional<Tlv> explicit0 = ReadTlv(content_type->end, outer->end);
-  if (!explicit0 || !explicit0->Is(V_ASN1_CONTEXT_SPECIFIC, 0, true) ||
-      explicit0->end != outer->end) {
-    return std::nullopt;
-  }
-  std::optional<Tlv> signed_data = ReadTlv(explicit0->content, explicit0->end);
-  if (!signed_data || !signed_data->Is(V_ASN1_UNIVERSAL, V_ASN1_SEQUENCE, true) ||
-      signed_data->end != explicit0->end) {
-    return std::nullopt;
-  }
+  std::optional<Tlv> outer = ReadTlv(begin, end, V_ASN1_UNIVERSAL, V_ASN1_SEQUENCE, true);
+  if (!outer || outer->end != end) return std::nullopt;
+  std::optional<Tlv> content_type =
+      ReadTlv(outer->content, outer->end, V_ASN1_UNIVERSAL, V_ASN1_OBJECT, false);
+  if (!content_type) return std::nullopt;
+  std::optional<Tlv> explicit0 =
+      ReadTlv(content_type->end, outer->end, V_ASN1_CONTEXT_SPECIFIC, 0, true);
+  if (!explicit0 || explicit0->end != outer->end) return std::nullopt;
+  std::optional<Tlv> signed_data =
+      ReadTlv(explicit0->content, explicit0->end, V_ASN1_UNIVERSAL, V_ASN1_SEQUENCE, true);
+  if (!signed_data || signed_data->end != explicit0->end) return std::nullopt;
   const unsigned char* limit = signed_data->end;
-  std::optional<Tlv> version = ReadTlv(signed_data->content, limit);
-  if (!version || !version->Is(V_ASN1_UNIVERSAL, V_ASN1_INTEGER, false)) return std::nullopt;
-  std::optional<Tlv> digests = ReadTlv(version->end, limit);
-  if (!digests || !digests->Is(V_ASN1_UNIVERSAL, V_ASN1_SET, true)) return std::nullopt;
-  std::optional<Tlv> inner = ReadTlv(digests->end, limit);
-  if (!inner || !inner->Is(V_ASN1_UNIVERSAL, V_ASN1_SEQUENCE, true)) return std::nullopt;
+  std::optional<Tlv> version =
+      ReadTlv(signed_data->content, limit, V_ASN1_UNIVERSAL, V_ASN1_INTEGER, false);
+  if (!version) return std::nullopt;
+  std::optional<Tlv> digests = ReadTlv(version->end, limit, V_ASN1_UNIVERSAL, V_ASN1_SET, true);
+  if (!digests) return std::nullopt;
+  std::optional<Tlv> inner = ReadTlv(digests->end, limit, V_ASN1_UNIVERSAL, V_ASN1_SEQUENCE, true);
+  if (!inner) return std::nullopt;
   // certificates [0] IMPLICIT SET OF Certificate, holding exactly one.
-  std::optional<Tlv> certs = ReadTlv(inner->end, limit);
-  if (!certs || !certs->Is(V_ASN1_CONTEXT_SPECIFIC, 0, true)) return std::nullopt;
-  std::optional<Tlv> cert = ReadTlv(certs->content, certs->end);
-  if (!cert || !cert->Is(V_ASN1_UNIVERSAL, V_ASN1_SEQUENCE, true) || cert->end != certs->end) {
-    return std::nullopt;
-  }
+  std::optional<Tlv> certs = ReadTlv(inner->end, limit, V_ASN1_CONTEXT_SPECIFIC, 0, true);
+  if (!certs) return std::nullopt;
+  std::optional<Tlv> cert =
+      ReadTlv(certs->content, certs->end, V_ASN1_UNIVERSAL, V_ASN1_SEQUENCE, true);
+  if (!cert || cert->end != certs->end) return std::nullopt;
   // Then signerInfos and nothing else: a crls [1] would be an element of its own here.
-  std::optional<Tlv> signer_infos = ReadTlv(certs->end, limit);
-  if (!signer_infos || !signer_infos->Is(V_ASN1_UNIVERSAL, V_ASN1_SET, true) ||
-      signer_infos->end != limit) {
-    return std::nullopt;
-  }
+  std::optional<Tlv> signer_infos = ReadTlv(certs->end, limit, V_ASN1_UNIVERSAL, V_ASN1_SET, true);
+  if (!signer_infos || signer_infos->end != limit) return std::nullopt;
 
   const std::string_view before = Between(signed_data->content, certs->start);
   const std::string_view after = Between(certs->end, limit);

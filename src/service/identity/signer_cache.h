@@ -1,13 +1,11 @@
-// The signature layer's cache of signer certificates (signed_document.cc,
-// SignedDocumentVerifier).
+// The signature layer's cache of signer certificates (signed_document.cc, SignedDocumentVerifier).
 //
-// IMDS signs every document of a region with the same certificate and embeds it in each
-// document. Parsing that certificate is most of d2i_PKCS7's cost (OpenSSL 3's decoder setup
-// for its public key) and verifying its chain most of PKCS7_verify's, so both are done once
-// per distinct certificate: a certificate that chained to the trust roots and passed the
-// signer-name check is kept here, and a later document that embeds exactly those bytes is
-// parsed without them and its signature verified against the kept certificate. See
-// docs/SERVICE.md "Identity".
+// IMDS signs every document of a region with the same certificate and embeds it in each document.
+// Parsing that certificate is most of d2i_PKCS7's cost (OpenSSL 3's decoder setup for its public
+// key) and verifying its chain most of PKCS7_verify's, so both are done once per distinct
+// certificate: a certificate that chained to the trust roots and passed the signer-name check is
+// kept here, and a later document that embeds exactly those bytes is parsed without them and its
+// signature verified against the kept certificate. See docs/SERVICE.md "Identity".
 #pragma once
 
 #include <openssl/asn1.h>
@@ -54,10 +52,9 @@ std::optional<SplitSignedData> SplitOffCertificate(std::string_view der);
 
 using Asn1TimePtr = std::unique_ptr<ASN1_TIME, ossl::Deleter<ASN1_TIME_free>>;
 
-// A signer certificate that passed the full check: PKCS7_verify's chain verification against
-// the trust roots (with the document's own certificate as the only untrusted one) and
-// X509_check_host against the authenticator's signer name. Immutable once built; shared
-// read-only by the threads that verify with it.
+// A signer certificate that passed the full check: PKCS7_verify's chain verification against the
+// trust roots (with the document's own certificate as the only untrusted one) and X509_check_host
+// against the signer name. Immutable once built; shared read-only by the verifying threads.
 struct CachedSigner {
   ossl::X509Ptr cert;   // parsed once: its public key decoded once
   std::string der;      // exactly as embedded in the documents (and as i2d_X509 writes it)

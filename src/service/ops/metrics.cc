@@ -4,6 +4,7 @@
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
+#include <prometheus/labels.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
@@ -26,12 +27,14 @@ class NoopMetrics final : public Metrics {
   void RecordTransportEvent(TransportEvent) override {}
 };
 
-// Calls are in-memory lookups plus, on a cache miss, one PKCS#7 verification: sub-millisecond
-// to a few milliseconds. The upper buckets catch a starved process.
-const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {
-      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
-  return kBuckets;
+prometheus::Family<prometheus::Counter>& Counters(prometheus::Registry& registry, const char* name,
+                                                  const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Gauge& Gauge(prometheus::Registry& registry, const char* name, const char* help,
+                         const prometheus::Labels& labels = {}) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(labels);
 }
 
 constexpr IdentityFailure kAllIdentityFailures[] = {
@@ -46,67 +49,44 @@ std::unique_ptr<Metrics> NewNoopMetrics() { return std::make_unique<NoopMetrics>
 struct PrometheusMetrics::Impl {
   explicit Impl(const PrometheusMetricsOptions& options)
       : registry(std::make_shared<prometheus::Registry>()),
-        requests(prometheus::BuildCounter()
-                     .Name(kMetricRequests)
-                     .Help("Calls by method, component and gRPC code")
-                     .Register(*registry)),
-        by_subscription(prometheus::BuildCounter()
-                            .Name(kMetricRequestsBySubscription)
-                            .Help("Calls by the caller's verified subscription (capped; the "
-                                  "rest are \"other\")")
-                            .Register(*registry)),
-        latency(prometheus::BuildHistogram()
-                    .Name(kMetricLatency)
-                    .Help("Call handling time in seconds, arrival to status")
-                    .Register(*registry)
-                    .Add({}, LatencyBuckets())),
-        identity_failures(prometheus::BuildCounter()
-                              .Name(kMetricIdentityFailures)
-                              .Help("Calls refused as UNAUTHENTICATED, by reason")
-                              .Register(*registry)),
-        generation(prometheus::BuildGauge()
-                       .Name(kMetricStoreGeneration)
-                       .Help("Generation of the component store snapshot being served "
-                             "(0: not loaded)")
-                       .Register(*registry)
-                       .Add({})),
-        last_reload_successful(
-            prometheus::BuildGauge()
-                .Name(kMetricStoreLastReloadSuccessful)
-                .Help("1 if the last store reload loaded every file, 0 if it failed or "
-                      "refused one")
+        requests(Counters(*registry, kMetricRequests, "Calls by method, component and gRPC code")),
+        by_subscription(Counters(*registry, kMetricRequestsBySubscription,
+                                 "Calls by the caller's verified subscription (capped; the rest "
+                                 "are \"other\")")),
+        // Calls are in-memory lookups plus, on a cache miss, one PKCS#7 verification:
+        // sub-millisecond to a few milliseconds. The upper buckets catch a starved process.
+        latency(
+            prometheus::BuildHistogram()
+                .Name(kMetricLatency)
+                .Help("Call handling time in seconds, arrival to status")
                 .Register(*registry)
-                .Add({})),
-        rejected_files(prometheus::BuildGauge()
-                           .Name(kMetricStoreRejectedFiles)
-                           .Help("Files the last store reload refused (kept out of the store)")
-                           .Register(*registry)
-                           .Add({})),
-        reloads(prometheus::BuildCounter()
-                    .Name(kMetricStoreReloads)
-                    .Help("Store reload attempts by result: ok, rejected_files, error")
-                    .Register(*registry)),
-        transport_events(prometheus::BuildCounter()
-                             .Name(kMetricTransportEvents)
-                             .Help("Connections accepted and closed, and the limits peers ran "
-                                   "into, by event (docs/SERVICE.md, \"Limits\")")
-                             .Register(*registry)),
-        outcomes(prometheus::BuildCounter()
-                     .Name(kMetricRolloutOutcomes)
-                     .Help("Nodes' reports (ReportHotfixOutcome) by component, the rollout "
-                           "they were attributed to (\"\" for none) and outcome")
-                     .Register(*registry)),
-        open_connections(prometheus::BuildGauge()
-                             .Name(kMetricOpenConnections)
-                             .Help("Connections open now, TLS handshakes included")
-                             .Register(*registry)
-                             .Add({})),
+                .Add({}, prometheus::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001,
+                                                                 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                                 0.1, 0.25, 0.5, 1, 2.5})),
+        identity_failures(Counters(*registry, kMetricIdentityFailures,
+                                   "Calls refused as UNAUTHENTICATED, by reason")),
+        generation(
+            Gauge(*registry, kMetricStoreGeneration,
+                  "Generation of the component store snapshot being served (0: not loaded)")),
+        last_reload_successful(
+            Gauge(*registry, kMetricStoreLastReloadSuccessful,
+                  "1 if the last store reload loaded every file, 0 if it failed or refused one")),
+        rejected_files(Gauge(*registry, kMetricStoreRejectedFiles,
+                             "Files the last store reload refused (kept out of the store)")),
+        reloads(Counters(*registry, kMetricStoreReloads,
+                         "Store reload attempts by result: ok, rejected_files, error")),
+        transport_events(Counters(*registry, kMetricTransportEvents,
+                                  "Connections accepted and closed, and the limits peers ran into, "
+                                  "by event (docs/SERVICE.md, \"Limits\")")),
+        outcomes(Counters(*registry, kMetricRolloutOutcomes,
+                          "Nodes' reports (ReportHotfixOutcome) by component, the rollout they "
+                          "were attributed to (\"\" for none) and outcome")),
+        open_connections(Gauge(*registry, kMetricOpenConnections,
+                               "Connections open now, TLS handshakes included")),
         max_subscription_labels(options.max_subscription_labels) {
-    prometheus::BuildGauge()
-        .Name(kMetricBuildInfo)
-        .Help("1, with the version and git revision this replica was built as")
-        .Register(*registry)
-        .Add({{"version", options.version}, {"revision", options.revision}})
+    Gauge(*registry, kMetricBuildInfo,
+          "1, with the version and git revision this replica was built as",
+          {{"version", options.version}, {"revision", options.revision}})
         .Set(1);
     for (int i = 0; i < static_cast<int>(TransportEvent::kCount); ++i) {
       transport_event_counters[i] =
@@ -196,8 +176,7 @@ PrometheusMetrics::~PrometheusMetrics() = default;
 
 Status PrometheusMetrics::Listen(const std::string& listen, ScrapedSources sources) {
   if (impl_->http) return Status::InvalidArgument("metrics endpoint already listening");
-  std::shared_ptr<prometheus::Registry> registry = impl_->registry;
-  auto text = [registry, sources] {
+  auto text = [registry = impl_->registry, sources] {
     std::vector<prometheus::MetricFamily> families = registry->Collect();
     for (auto& family : CollectScraped(sources)) families.push_back(std::move(family));
     return prometheus::TextSerializer().Serialize(families);
@@ -236,8 +215,7 @@ void PrometheusMetrics::RecordIdentityFailure(IdentityFailure reason) {
 
 void PrometheusMetrics::RecordReload(const ReloadReport& report) {
   impl_->generation.Set(static_cast<double>(report.generation));
-  bool failed = !report.error.ok() || !report.rejected.empty();
-  impl_->last_reload_successful.Set(failed ? 0 : 1);
+  impl_->last_reload_successful.Set(report.error.ok() && report.rejected.empty() ? 1 : 0);
   impl_->rejected_files.Set(static_cast<double>(report.rejected.size()));
   const char* result = !report.error.ok()        ? "error"
                        : report.rejected.empty() ? "ok"
@@ -254,18 +232,12 @@ void PrometheusMetrics::RecordTransportEvent(TransportEvent event) {
 }
 
 void PrometheusMetrics::SetConnectionLimits(size_t max_connections, uint64_t memory_limit) {
-  prometheus::BuildGauge()
-      .Name(kMetricMaxConnections)
-      .Help("Open connections at most (--max-connections, the memory limit and the fd limit)")
-      .Register(*impl_->registry)
-      .Add({})
+  Gauge(*impl_->registry, kMetricMaxConnections,
+        "Open connections at most (--max-connections, the memory limit and the fd limit)")
       .Set(static_cast<double>(max_connections));
   if (memory_limit == 0) return;
-  prometheus::BuildGauge()
-      .Name(kMetricMemoryLimit)
-      .Help("The memory limit the connection cap derives from (--memory-limit or the cgroup's)")
-      .Register(*impl_->registry)
-      .Add({})
+  Gauge(*impl_->registry, kMetricMemoryLimit,
+        "The memory limit the connection cap derives from (--memory-limit or the cgroup's)")
       .Set(static_cast<double>(memory_limit));
 }
 

@@ -3,52 +3,37 @@
 #include <CivetServer.h>
 
 #include <exception>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace hotfix::service {
 namespace {
 
-void Reply(mg_connection* conn, std::string_view content_type, const std::string& body) {
-  mg_printf(conn,
-            "HTTP/1.1 200 OK\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
-            "Connection: close\r\n\r\n",
-            static_cast<int>(content_type.size()), content_type.data(), body.size());
-  mg_write(conn, body.data(), body.size());
-}
-
-// GET /metrics: the text format.
-class MetricsHandler final : public CivetHandler {
+// GET /metrics and GET /rollouts: a body made at each request.
+class BodyHandler final : public CivetHandler {
  public:
-  explicit MetricsHandler(std::function<std::string()> text) : text_(std::move(text)) {}
+  BodyHandler(const char* content_type, std::function<std::string()> body)
+      : content_type_(content_type), body_(std::move(body)) {}
   bool handleGet(CivetServer*, mg_connection* conn) override {
-    Reply(conn, "text/plain; version=0.0.4; charset=utf-8", text_());
+    const std::string body = body_();
+    mg_printf(conn,
+              "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+              "Connection: close\r\n\r\n",
+              content_type_, body.size());
+    mg_write(conn, body.data(), body.size());
     return true;
   }
 
  private:
-  std::function<std::string()> text_;
-};
-
-// GET /rollouts (docs/ROLLOUTS.md, "Status").
-class RolloutsHandler final : public CivetHandler {
- public:
-  explicit RolloutsHandler(const RolloutStatus* status) : status_(status) {}
-  bool handleGet(CivetServer*, mg_connection* conn) override {
-    Reply(conn, "application/json", status_->Json(RolloutNow()));
-    return true;
-  }
-
- private:
-  const RolloutStatus* status_;
+  const char* content_type_;
+  std::function<std::string()> body_;
 };
 
 }  // namespace
 
 struct MetricsHttpServer::Handlers {
-  std::unique_ptr<MetricsHandler> metrics;
-  std::unique_ptr<RolloutsHandler> rollouts;
+  std::unique_ptr<BodyHandler> metrics;
+  std::unique_ptr<BodyHandler> rollouts;
 };
 
 StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
@@ -56,9 +41,12 @@ StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const RolloutStatus* rollouts) {
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
   server->handlers_ = std::make_unique<Handlers>();
-  server->handlers_->metrics = std::make_unique<MetricsHandler>(std::move(metrics_text));
-  if (rollouts != nullptr)
-    server->handlers_->rollouts = std::make_unique<RolloutsHandler>(rollouts);
+  server->handlers_->metrics = std::make_unique<BodyHandler>(
+      "text/plain; version=0.0.4; charset=utf-8", std::move(metrics_text));
+  if (rollouts != nullptr) {
+    server->handlers_->rollouts = std::make_unique<BodyHandler>(
+        "application/json", [rollouts] { return rollouts->Json(RolloutNow()); });
+  }
   try {
     // As prometheus::Exposer configures civetweb (prometheus-cpp pull/src/exposer.cc).
     server->http_ = std::make_unique<CivetServer>(

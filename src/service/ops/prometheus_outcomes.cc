@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
-#include "service/ops/metrics.h"
+#include "service/ops/metric_names.h"
 #include "wire/http_client.h"
 
 namespace hotfix::service {
@@ -33,10 +33,6 @@ std::string OutcomesQuery(std::chrono::seconds step) {
   const std::string offset = " offset " + std::to_string(step.count()) + "s";
   return "sum by (component, rollout, outcome) ((" + m + " - " + m + offset + ") >= 0 or " + m +
          ") > 0";
-}
-
-std::string KnownQuery() {
-  return std::string("group by (component, rollout) (") + kMetricRolloutApplied + ")";
 }
 
 // The `data.result` array of a successful answer of resultType `want`.
@@ -94,6 +90,14 @@ constexpr std::chrono::seconds kRereadAtLeast{60};
 
 int64_t Seconds(RolloutTime t) { return t.time_since_epoch().count(); }
 
+void AppendSteps(const std::map<RolloutKey, std::vector<TallyStep>>& from,
+                 std::map<RolloutKey, std::vector<TallyStep>>* to) {
+  for (const auto& [key, steps] : from) {
+    std::vector<TallyStep>& into = (*to)[key];
+    into.insert(into.end(), steps.begin(), steps.end());
+  }
+}
+
 class PrometheusOutcomeSource final : public OutcomeSource {
  public:
   explicit PrometheusOutcomeSource(PrometheusOutcomeOptions options)
@@ -123,10 +127,7 @@ class PrometheusOutcomeSource final : public OutcomeSource {
       if (!body.ok()) return body.status();
       StatusOr<OutcomeEvidence> part = ParseOutcomeMatrix(*body, step_);
       if (!part.ok()) return part.status();
-      for (auto& [key, steps] : part->steps) {
-        auto& into = read.steps[key];
-        into.insert(into.end(), steps.begin(), steps.end());
-      }
+      AppendSteps(part->steps, &read.steps);
     }
     Keep(read, read_from, last);
 
@@ -139,13 +140,12 @@ class PrometheusOutcomeSource final : public OutcomeSource {
       if (!body.ok()) return body.status();
       StatusOr<OutcomeEvidence> partial = ParseOutcomeVector(*body, last, now);
       if (!partial.ok()) return partial.status();
-      for (auto& [key, steps] : partial->steps) {
-        auto& into = evidence.steps[key];
-        into.insert(into.end(), steps.begin(), steps.end());
-      }
+      AppendSteps(partial->steps, &evidence.steps);
     }
-    StatusOr<std::string> known = Get("/api/v1/query?query=" + QueryEscape(KnownQuery()) +
-                                      "&time=" + std::to_string(Seconds(now)));
+    StatusOr<std::string> known = Get(
+        "/api/v1/query?query=" +
+        QueryEscape(std::string("group by (component, rollout) (") + kMetricRolloutApplied + ")") +
+        "&time=" + std::to_string(Seconds(now)));
     if (!known.ok()) return known.status();
     if (Status st = ParseKnownRollouts(*known, &evidence); !st.ok()) return st;
     return evidence;
@@ -161,10 +161,7 @@ class PrometheusOutcomeSource final : public OutcomeSource {
     for (auto& [key, steps] : kept_) {
       std::erase_if(steps, [&](const TallyStep& s) { return s.end >= read_from; });
     }
-    for (const auto& [key, steps] : read.steps) {
-      auto& into = kept_[key];
-      into.insert(into.end(), steps.begin(), steps.end());
-    }
+    AppendSteps(read.steps, &kept_);
     std::erase_if(kept_, [](const auto& entry) { return entry.second.empty(); });
     kept_until_ = last;
   }
@@ -195,18 +192,6 @@ class PrometheusOutcomeSource final : public OutcomeSource {
   std::optional<RolloutTime> kept_until_;
 };
 
-}  // namespace
-
-std::chrono::seconds PrometheusStep(std::chrono::seconds interval) {
-  static constexpr int64_t kSteps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600};
-  for (int64_t s : kSteps) {
-    if (s >= interval.count()) return std::chrono::seconds(s);
-  }
-  return std::chrono::seconds(3600);
-}
-
-namespace {
-
 // Reports and failures of one series' sample.
 struct SeriesOf {
   RolloutKey key;
@@ -230,6 +215,14 @@ TallyStep StepOf(RolloutTime start, RolloutTime end, double value, bool failure)
 }
 
 }  // namespace
+
+std::chrono::seconds PrometheusStep(std::chrono::seconds interval) {
+  static constexpr int64_t kSteps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600};
+  for (int64_t s : kSteps) {
+    if (s >= interval.count()) return std::chrono::seconds(s);
+  }
+  return std::chrono::seconds(3600);
+}
 
 StatusOr<OutcomeEvidence> ParseOutcomeVector(std::string_view body, RolloutTime start,
                                              RolloutTime end) {

@@ -28,11 +28,7 @@ void AddValue(prometheus::MetricFamily* family, double value,
               std::vector<prometheus::ClientMetric::Label> labels = {}) {
   prometheus::ClientMetric m;
   m.label = std::move(labels);
-  if (family->type == prometheus::MetricType::Counter) {
-    m.counter.value = value;
-  } else {
-    m.gauge.value = value;
-  }
+  (family->type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value) = value;
   family->metric.push_back(std::move(m));
 }
 
@@ -97,14 +93,12 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
   AddProcessFamilies(&out);
   if (sources.tls != nullptr) {
     AddSingle(&out, kMetricTlsCertificateExpiry,
-              "When the serving certificate in use (--tls-cert's leaf) expires, "
-              "Unix seconds",
+              "When the serving certificate in use (--tls-cert's leaf) expires, Unix seconds",
               MetricType::Gauge, static_cast<double>(sources.tls->not_after()));
   }
   if (sources.attestation_roots != nullptr) {
     AddSingle(&out, kMetricAttestationRootsExpiry,
-              "When the first --attestation-roots certificate in use expires, Unix "
-              "seconds",
+              "When the first --attestation-roots certificate in use expires, Unix seconds",
               MetricType::Gauge, static_cast<double>(sources.attestation_roots->not_after()));
     AddSingle(&out, kMetricAttestationRootsReloadSuccessful,
               "0 after a changed --attestation-roots file failed to load (the "
@@ -143,10 +137,8 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
                                                              {"rollout", row.name}};
       AddValue(&applied, static_cast<double>(row.applied_calls), labels);
       if (row.auto_halt) {
-        const bool is_halted = row.state == RolloutState::kAutoHalted;
-        const bool ok = row.auto_halt_state && row.auto_halt_state->signal_ok;
-        AddValue(&halted, is_halted ? 1 : 0, labels);
-        AddValue(&signal, ok ? 1 : 0, labels);
+        AddValue(&halted, row.state == RolloutState::kAutoHalted ? 1 : 0, labels);
+        AddValue(&signal, row.auto_halt_state && row.auto_halt_state->signal_ok ? 1 : 0, labels);
       }
       AddValue(&percent, row.threshold / 10000.0, std::move(labels));
     }
@@ -157,28 +149,24 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
   }
   if (sources.authenticator != nullptr) {
     const AuthenticatorStats s = sources.authenticator->stats();
-    const std::pair<const char*, std::pair<const char*, double>> counters[] = {
-        {kMetricIdentityVerifications,
-         {"Attested documents fully verified (identity-cache misses)",
-          static_cast<double>(s.verifications)}},
-        {kMetricIdentityCacheHits,
-         {"Calls answered from the identity cache", static_cast<double>(s.cache_hits)}},
+    const std::tuple<const char*, const char*, uint64_t> counters[] = {
+        {kMetricIdentityVerifications, "Attested documents fully verified (identity-cache misses)",
+         s.verifications},
+        {kMetricIdentityCacheHits, "Calls answered from the identity cache", s.cache_hits},
         {kMetricIdentityCacheEvictions,
-         {"Identity-cache entries dropped (expired, then oldest when full)",
-          static_cast<double>(s.cache_evictions)}},
-        {kMetricSignerCacheHits,
-         {"Verifications that reused a kept signer certificate",
-          static_cast<double>(s.signer_cache_hits)}},
+         "Identity-cache entries dropped (expired, then oldest when full)", s.cache_evictions},
+        {kMetricSignerCacheHits, "Verifications that reused a kept signer certificate",
+         s.signer_cache_hits},
         {kMetricRefusalCacheHits,
-         {"Refused tokens refused again from the refusal cache, without another check",
-          static_cast<double>(s.refusal_cache_hits)}},
+         "Refused tokens refused again from the refusal cache, without another check",
+         s.refusal_cache_hits},
         {kMetricSignerRefusalCacheHits,
-         {"Verifications refused for a kept signer certificate whose chain failed, without "
-          "its parse and chain",
-          static_cast<double>(s.signer_refusal_cache_hits)}},
+         "Verifications refused for a kept signer certificate whose chain failed, without its "
+         "parse and chain",
+         s.signer_refusal_cache_hits},
     };
-    for (const auto& [name, help_value] : counters) {
-      AddSingle(&out, name, help_value.first, MetricType::Counter, help_value.second);
+    for (const auto& [name, help, value] : counters) {
+      AddSingle(&out, name, help, MetricType::Counter, static_cast<double>(value));
     }
     AddSingle(&out, kMetricIdentityCacheEntries, "Verified documents held now", MetricType::Gauge,
               static_cast<double>(s.cache_entries));
@@ -195,8 +183,7 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
     AddValue(&evaluations, static_cast<double>(s.unavailable), {{"result", "unavailable"}});
     out.push_back(std::move(evaluations));
     AddSingle(&out, kMetricAutoHaltSeconds,
-              "Wall time the automatic-halt evaluations took, reading Prometheus "
-              "included",
+              "Wall time the automatic-halt evaluations took, reading Prometheus included",
               MetricType::Counter, s.seconds);
   }
   if (sources.rate_limiter != nullptr) {
@@ -211,8 +198,7 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
   }
   if (sources.kept_bytes != nullptr) {
     AddSingle(&out, kMetricKeptRequestBytes,
-              "Request bytes streams keep now until they are answered "
-              "(kept_bytes_budget.h)",
+              "Request bytes streams keep now until they are answered (kept_bytes_budget.h)",
               MetricType::Gauge, static_cast<double>(sources.kept_bytes->used()));
     AddSingle(&out, kMetricKeptRequestBytesBudget,
               "Request bytes streams may keep at once; a stream over it is refused",

@@ -4,9 +4,7 @@
 
 namespace hotfix::service {
 
-namespace {
 constexpr size_t kMaxQuotedChars = 64;
-}  // namespace
 
 std::string QuoteJson(const nlohmann::json& value) {
   std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

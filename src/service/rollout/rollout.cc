@@ -23,18 +23,14 @@ bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), IsAsciiDigit);
 }
 
-// [A-Za-z0-9][A-Za-z0-9._-]{0,63}
-bool IsValidRolloutName(std::string_view name) {
-  return IsAsciiName(name, kMaxNameChars, /*digit_first=*/true);
-}
-
 Status WrongType(std::string_view field, const json& value, std::string_view want) {
   return Status::InvalidArgument(std::string(field) + " is " + TypeName(value) + ", not " +
                                  std::string(want));
 }
 
-Status RefuseUnknownKeys(const json& object, std::initializer_list<std::string_view> known,
-                         std::string_view where) {
+// Refuses keys not in `known`, then requires those in `required`; `where` prefixes errors.
+Status CheckKeys(const json& object, std::initializer_list<std::string_view> known,
+                 std::initializer_list<const char*> required, std::string_view where) {
   for (const auto& [key, value] : object.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
       std::string list;
@@ -43,17 +39,25 @@ Status RefuseUnknownKeys(const json& object, std::initializer_list<std::string_v
                                      " (known: " + list + ")");
     }
   }
+  for (const char* key : required) {
+    if (!object.contains(key)) {
+      return Status::InvalidArgument(std::string(where) + "missing \"" + key + "\"");
+    }
+  }
   return Status::Ok();
+}
+
+// "FIELD has N entries, more than MAX".
+Status TooMany(std::string_view field, size_t entries, size_t max) {
+  return Status::InvalidArgument(std::string(field) + " has " + std::to_string(entries) +
+                                 " entries, more than " + std::to_string(max));
 }
 
 // A list of strings, lower-cased and sorted (membership by binary search).
 StatusOr<std::vector<std::string>> ParseStringList(const json& value, std::string_view field,
                                                    size_t max_entries, size_t max_chars) {
   if (!value.is_array()) return WrongType(field, value, "an array of strings");
-  if (value.size() > max_entries) {
-    return Status::InvalidArgument(std::string(field) + " has " + std::to_string(value.size()) +
-                                   " entries, more than " + std::to_string(max_entries));
-  }
+  if (value.size() > max_entries) return TooMany(field, value.size(), max_entries);
   std::vector<std::string> out;
   out.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
@@ -71,8 +75,8 @@ StatusOr<std::vector<std::string>> ParseStringList(const json& value, std::strin
 
 StatusOr<RolloutMatch> ParseMatch(const json& value) {
   if (!value.is_object()) return WrongType("match", value, "an object");
-  Status known = RefuseUnknownKeys(
-      value, {"subscriptions", "exclude_subscriptions", "clusters", "vm_ids"}, "match: ");
+  Status known = CheckKeys(value, {"subscriptions", "exclude_subscriptions", "clusters", "vm_ids"},
+                           {}, "match: ");
   if (!known.ok()) return known;
   RolloutMatch match;
   struct Field {
@@ -127,19 +131,14 @@ StatusOr<RolloutTime> ParseTimeField(const json& value, std::string_view field) 
 StatusOr<std::vector<RolloutStep>> ParseSteps(const json& value) {
   if (!value.is_array()) return WrongType("steps", value, "an array");
   if (value.empty()) return Status::InvalidArgument("steps is empty");
-  if (value.size() > kMaxRolloutSteps) {
-    return Status::InvalidArgument("steps has " + std::to_string(value.size()) +
-                                   " entries, more than " + std::to_string(kMaxRolloutSteps));
-  }
+  if (value.size() > kMaxRolloutSteps) return TooMany("steps", value.size(), kMaxRolloutSteps);
   std::vector<RolloutStep> steps;
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string where = "steps[" + std::to_string(i) + "]";
     const json& step = value[i];
     if (!step.is_object()) return WrongType(where, step, "an object");
-    Status known = RefuseUnknownKeys(step, {"at", "percent"}, where + ": ");
+    Status known = CheckKeys(step, {"at", "percent"}, {"at", "percent"}, where + ": ");
     if (!known.ok()) return known;
-    if (!step.contains("at")) return Status::InvalidArgument(where + ": missing \"at\"");
-    if (!step.contains("percent")) return Status::InvalidArgument(where + ": missing \"percent\"");
     auto at = ParseTimeField(step["at"], where + ".at");
     if (!at.ok()) return at.status();
     auto threshold = ParsePercent(step["percent"], where + ".percent");
@@ -161,12 +160,8 @@ StatusOr<std::vector<RolloutStep>> ParseSteps(const json& value) {
 // A count in an auto_halt policy: a JSON integer from 1 to kMaxAutoHaltCount.
 StatusOr<uint64_t> ParseCount(const json& value, std::string_view field) {
   if (!value.is_number_integer()) return WrongType(field, value, "an integer");
-  const bool in_range =
-      value.is_number_unsigned()
-          ? value.get<uint64_t>() >= 1 && value.get<uint64_t>() <= kMaxAutoHaltCount
-          : value.get<int64_t>() >= 1 &&
-                static_cast<uint64_t>(value.get<int64_t>()) <= kMaxAutoHaltCount;
-  if (!in_range) {
+  // A negative integer reads as 2^63 or more, past the limit.
+  if (value.get<uint64_t>() < 1 || value.get<uint64_t>() > kMaxAutoHaltCount) {
     return Status::InvalidArgument(std::string(field) + " " + QuoteJson(value) +
                                    " is not between 1 and " + std::to_string(kMaxAutoHaltCount));
   }
@@ -175,14 +170,9 @@ StatusOr<uint64_t> ParseCount(const json& value, std::string_view field) {
 
 StatusOr<AutoHaltPolicy> ParseAutoHalt(const json& value) {
   if (!value.is_object()) return WrongType("auto_halt", value, "an object");
-  Status known = RefuseUnknownKeys(
-      value, {"max_failure_percent", "min_reports", "max_failures", "since"}, "auto_halt: ");
+  Status known = CheckKeys(value, {"max_failure_percent", "min_reports", "max_failures", "since"},
+                           {"max_failure_percent", "min_reports"}, "auto_halt: ");
   if (!known.ok()) return known;
-  for (const char* required : {"max_failure_percent", "min_reports"}) {
-    if (!value.contains(required)) {
-      return Status::InvalidArgument(std::string("auto_halt: missing \"") + required + "\"");
-    }
-  }
   AutoHaltPolicy policy;
   auto percent = ParsePercent(value["max_failure_percent"], "auto_halt.max_failure_percent");
   if (!percent.ok()) return percent.status();
@@ -205,21 +195,14 @@ StatusOr<AutoHaltPolicy> ParseAutoHalt(const json& value) {
 
 StatusOr<Rollout> ParseRollout(const json& value) {
   if (!value.is_object()) return WrongType("the entry", value, "an object");
-  Status known = RefuseUnknownKeys(
+  Status known = CheckKeys(
       value, {"name", "hotfixes", "match", "cohort", "steps", "hold_at", "halted", "auto_halt"},
-      "");
+      {"name", "hotfixes", "steps"}, "");
   if (!known.ok()) return known;
   Rollout rollout;
-  for (const char* required : {"name", "hotfixes", "steps"}) {
-    if (!value.contains(required)) {
-      return Status::InvalidArgument(std::string("missing \"") + required + "\"");
-    }
-  }
-  if (auto hotfixes = ParseHotfixMap(value["hotfixes"], "hotfixes"); hotfixes.ok()) {
-    rollout.hotfixes = std::move(hotfixes).value();
-  } else {
-    return hotfixes.status();
-  }
+  auto hotfixes = ParseHotfixMap(value["hotfixes"], "hotfixes");
+  if (!hotfixes.ok()) return hotfixes.status();
+  rollout.hotfixes = std::move(hotfixes).value();
   if (rollout.hotfixes.size() > kMaxRolloutHotfixes) {
     return Status::InvalidArgument("hotfixes has more than " + std::to_string(kMaxRolloutHotfixes) +
                                    " entries");
@@ -230,14 +213,11 @@ StatusOr<Rollout> ParseRollout(const json& value) {
     rollout.match = std::move(match).value();
   }
   if (auto it = value.find("cohort"); it != value.end()) {
-    if (*it == "node") {
-      rollout.cohort = Cohort::kNode;
-    } else if (*it == "cluster") {
-      rollout.cohort = Cohort::kCluster;
-    } else {
+    if (*it != "node" && *it != "cluster") {
       return Status::InvalidArgument("cohort " + QuoteJson(*it) +
                                      " is not \"node\" or \"cluster\"");
     }
+    rollout.cohort = *it == "node" ? Cohort::kNode : Cohort::kCluster;
   }
   auto steps = ParseSteps(value["steps"]);
   if (!steps.ok()) return steps.status();
@@ -263,6 +243,10 @@ bool Listed(const std::vector<std::string>& sorted, const std::string& value) {
   return std::binary_search(sorted.begin(), sorted.end(), value);
 }
 
+const std::string& CohortKey(const Rollout& rollout, const RolloutNode& node) {
+  return rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
+}
+
 // The match and the cohort key, before any bucket.
 RolloutVerdict CheckMatch(const Rollout& rollout, const RolloutNode& node) {
   if (rollout.halted) return RolloutVerdict::kHalted;
@@ -282,25 +266,15 @@ RolloutVerdict CheckMatch(const Rollout& rollout, const RolloutNode& node) {
   if (!m.vm_ids.empty() && (node.vm_id.empty() || !Listed(m.vm_ids, node.vm_id))) {
     return RolloutVerdict::kVmIdNotListed;
   }
-  const std::string& key = rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
-  if (key.empty()) return RolloutVerdict::kNoCohortKey;
+  if (CohortKey(rollout, node).empty()) return RolloutVerdict::kNoCohortKey;
   return RolloutVerdict::kApplies;
-}
-
-const std::string& CohortKey(const Rollout& rollout, const RolloutNode& node) {
-  return rollout.cohort == Cohort::kNode ? node.vm_id : node.cluster;
-}
-
-RolloutTime EvaluationTime(const Rollout& rollout, RolloutTime now) {
-  return rollout.hold_at ? std::min(now, *rollout.hold_at) : now;
 }
 
 }  // namespace
 
-// `*` matches any run of characters, dots included. The pattern is literal segments between
-// stars: the first must start the host, the last end it, and those between are found left to
-// right, each after the one before (leftmost is never wrong for `*` alone). Linear in the
-// host, with no backtracking.
+// The pattern is literal segments between stars: the first must start the host, the last end
+// it, and those between are found left to right, each after the one before (leftmost is never
+// wrong for `*` alone). Linear in the host, with no backtracking.
 bool MatchesClusterPattern(std::string_view pattern, std::string_view host) {
   const size_t first_star = pattern.find('*');
   if (first_star == std::string_view::npos) return pattern == host;
@@ -341,8 +315,7 @@ StatusOr<std::map<std::string, std::string>> ParseHotfixMap(const json& hotfixes
     const std::string entry = std::string(where) + "[" + Quote(key) + "]";
     if (!IsHotfixBase(key)) return Status::InvalidArgument(entry + ": key is not YYYYMM.DD");
     if (!value.is_string()) {
-      return Status::InvalidArgument(entry + ": value " + QuoteJson(value) + " is " +
-                                     TypeName(value) + ", not a string");
+      return WrongType(entry + ": value " + QuoteJson(value), value, "a string");
     }
     const std::string& version = value.get_ref<const std::string&>();
     if (!IsHotfixVersion(version)) {
@@ -361,10 +334,7 @@ StatusOr<std::map<std::string, std::string>> ParseHotfixMap(const json& hotfixes
 
 StatusOr<std::vector<Rollout>> ParseRollouts(const json& rollouts) {
   if (!rollouts.is_array()) return WrongType("rollouts", rollouts, "an array");
-  if (rollouts.size() > kMaxRollouts) {
-    return Status::InvalidArgument("rollouts has " + std::to_string(rollouts.size()) +
-                                   " entries, more than " + std::to_string(kMaxRollouts));
-  }
+  if (rollouts.size() > kMaxRollouts) return TooMany("rollouts", rollouts.size(), kMaxRollouts);
   std::vector<Rollout> out;
   std::set<std::string> names;
   for (size_t i = 0; i < rollouts.size(); ++i) {
@@ -372,7 +342,8 @@ StatusOr<std::vector<Rollout>> ParseRollouts(const json& rollouts) {
     const json& entry = rollouts[i];
     auto name = entry.is_object() ? entry.find("name") : entry.end();
     const bool valid_name = name != entry.end() && name->is_string() &&
-                            IsValidRolloutName(name->get_ref<const std::string&>());
+                            IsAsciiName(name->get_ref<const std::string&>(), kMaxNameChars,
+                                        /*digit_first=*/true);
     // A valid name is quoted whole (at most 64 characters), so the log names the rollout.
     if (name != entry.end()) where += " " + (valid_name ? name->dump() : QuoteJson(*name));
     if (name != entry.end() && !valid_name) {
@@ -454,7 +425,7 @@ RolloutTime AutoHaltSince(const Rollout& rollout) {
 
 uint32_t ThresholdAt(const Rollout& rollout, RolloutTime t) {
   if (rollout.halted) return 0;
-  const RolloutTime when = EvaluationTime(rollout, t);
+  const RolloutTime when = rollout.hold_at ? std::min(t, *rollout.hold_at) : t;
   uint32_t threshold = 0;
   for (const RolloutStep& step : rollout.steps) {
     if (step.at > when) break;
@@ -535,18 +506,14 @@ RolloutOutcome ExplainRollout(const Rollout& rollout, const RolloutNode& node, R
 }
 
 std::string ServedHotfixesJson(const std::map<std::string, std::string>& hotfixes) {
-  // Keys and versions passed ParseHotfixMap (digits and dots), so they need no escaping and
-  // the text is written directly, as nlohmann would write it; anything else goes through
-  // nlohmann.
+  // Keys and versions passed ParseHotfixMap (digits and dots), so they need no escaping and the
+  // text is written directly, as nlohmann would write it; anything else goes through nlohmann.
   auto plain = [](const std::string& s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return IsAsciiDigit(c) || c == '.'; });
   };
   std::string out = "{\"hotfixes\":{";
   for (const auto& [key, version] : hotfixes) {
-    if (!plain(key) || !plain(version)) {
-      json doc = {{"hotfixes", json(hotfixes)}};
-      return doc.dump();
-    }
+    if (!plain(key) || !plain(version)) return json{{"hotfixes", json(hotfixes)}}.dump();
     if (out.back() != '{') out.push_back(',');
     out.append(1, '"').append(key).append("\":\"").append(version).append(1, '"');
   }

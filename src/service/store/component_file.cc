@@ -93,10 +93,7 @@ StatusOr<ComponentConfig> CheckComponentConfig(std::string_view component, std::
 // The component a folder entry holds: nullopt for entries that are not ours at all.
 std::optional<std::string> ComponentOfEntry(std::string_view name) {
   if (name.empty() || name[0] == '.') return std::nullopt;  // hidden, ..data, temp files
-  if (name.size() <= kJsonSuffix.size() ||
-      name.substr(name.size() - kJsonSuffix.size()) != kJsonSuffix) {
-    return std::nullopt;
-  }
+  if (name.size() <= kJsonSuffix.size() || !name.ends_with(kJsonSuffix)) return std::nullopt;
   return std::string(name.substr(0, name.size() - kJsonSuffix.size()));
 }
 
@@ -156,20 +153,15 @@ StatusOr<ComponentConfig> ParseComponentConfig(std::string_view component,
 StatusOr<FolderLoad> LoadComponentFolder(const std::string& dir_path, size_t max_file_bytes) {
   if (dir_path.empty()) return Status::InvalidArgument("component folder not set");
   DIR* dir = ::opendir(dir_path.c_str());
-  if (dir == nullptr) {
-    return Status::FromErrno("reading component folder " + dir_path, errno);
-  }
+  if (dir == nullptr) return Status::FromErrno("reading component folder " + dir_path, errno);
   std::vector<std::string> names;
-  int err = 0;
   for (;;) {
     errno = 0;  // readdir reports an error only through errno; the allocations may touch it
     struct dirent* entry = ::readdir(dir);
-    if (entry == nullptr) {
-      err = errno;
-      break;
-    }
+    if (entry == nullptr) break;
     names.emplace_back(entry->d_name);
   }
+  const int err = errno;
   ::closedir(dir);
   if (err != 0) return Status::FromErrno("reading component folder " + dir_path, err);
 

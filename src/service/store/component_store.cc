@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include "common/log.h"
 
@@ -98,12 +98,11 @@ ReloadReport DirectoryStore::Impl::Reload() {
     report.rejected = std::move(scan->rejected);
     if (!old || !SameTexts(old->components, components)) {
       auto next = std::make_shared<StoreSnapshot>();
-      next->generation = report.generation + 1;
+      next->generation = ++report.generation;
       next->components = std::move(components);
       next->loaded_at = std::chrono::system_clock::now();
       SetCurrent(std::move(next));
       report.swapped = true;
-      report.generation += 1;
     }
   }
   if (options.on_reload) options.on_reload(report);
@@ -210,8 +209,7 @@ StatusOr<std::unique_ptr<DirectoryStore>> DirectoryStore::Start(DirectoryStoreOp
   impl->Rewatch();  // before the first scan, so a change made during it is seen
   ReloadReport first = impl->Reload();
   if (!first.error.ok()) return first.error;
-  Impl* raw = impl.get();
-  impl->watcher = std::thread([raw] { raw->WatchLoop(); });
+  impl->watcher = std::thread(&Impl::WatchLoop, impl.get());
   return std::unique_ptr<DirectoryStore>(new DirectoryStore(std::move(impl)));
 }
 

@@ -1,7 +1,6 @@
-// The component store: the folder of component files (component_file.h; a Kubernetes
-// ConfigMap volume in production), loaded and reloaded when it changes. Every file is
-// validated; a snapshot of all of them is swapped in whole, so a call sees one generation,
-// never a mix.
+// The component store: the folder of component files (component_file.h; a Kubernetes ConfigMap
+// volume in production), loaded and reloaded when it changes. Every file is validated; a
+// snapshot of all of them is swapped in whole, so a call sees one generation, never a mix.
 #pragma once
 
 #include <chrono>
@@ -9,11 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
-#include <set>
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include "common/status.h"
 #include "service/store/component_file.h"

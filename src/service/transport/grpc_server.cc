@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -25,7 +26,6 @@
 #include "common/unique_fd.h"
 #include "service/transport/memory_budget.h"
 #include "service/transport/proxy_protocol.h"
-#include "wire/tcp.h"
 
 namespace hotfix::service {
 namespace {
@@ -51,13 +51,10 @@ constexpr uint64_t kWakeId = 0;
 constexpr uint64_t kFirstListenerId = 1;
 constexpr uint64_t kFirstConnectionId = 1 << 20;
 
-struct Listener {
+struct Listener : ListenerSpec {
+  explicit Listener(const ListenerSpec& spec) : ListenerSpec(spec) {}
   UniqueFd fd;
   uint16_t port = 0;
-  bool tls = true;
-  bool open_while_draining = false;
-  bool proxy_protocol = false;
-  GrpcHandler* handler = nullptr;
 };
 
 StatusOr<UniqueFd> BindListener(const ListenerSpec& spec, uint16_t* port) {
@@ -77,9 +74,7 @@ StatusOr<UniqueFd> BindListener(const ListenerSpec& spec, uint16_t* port) {
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   int rv = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
-  if (rv != 0) {
-    return Status::InvalidArgument(spec.flag + " " + address + ": " + gai_strerror(rv));
-  }
+  if (rv != 0) return Status::InvalidArgument(spec.flag + " " + address + ": " + gai_strerror(rv));
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owner(found, freeaddrinfo);
   UniqueFd fd(socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Status::FromErrno(spec.flag + " " + address + ": socket", errno);
@@ -119,8 +114,7 @@ size_t RaiseFdLimit() {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
   if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
+    const rlimit raised{.rlim_cur = limit.rlim_max, .rlim_max = limit.rlim_max};
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
   }
   return limit.rlim_cur == RLIM_INFINITY ? size_t{1} << 20 : static_cast<size_t>(limit.rlim_cur);
@@ -146,7 +140,9 @@ struct GrpcServer::Impl {
   std::mutex drain_mu;
   bool drained = false;
 
-  ~Impl();
+  ~Impl() {
+    if (reserve_fd >= 0) close(reserve_fd);
+  }
   void ShedWithReserve(int listen_fd);
   // Counts a connection against its source address's bucket; false (reported, uncounted)
   // past max_connections_per_peer.
@@ -167,7 +163,7 @@ struct GrpcServer::Impl {
 class GrpcServer::Impl::Loop {
  public:
   Loop(Impl* server, int index) : server_(server), index_(index) {}
-  ~Loop();
+  ~Loop() { Join(); }
 
   Status Init();
   void Start() {
@@ -217,8 +213,7 @@ class GrpcServer::Impl::Loop {
   void Handshake(Connection* conn);
   void StartSession(Connection* conn);
   void ReadSome(Connection* conn);
-  // Why reading stops for now: output the peer has not taken, or nghttp2 holding too many
-  // frames for it.
+  // Why reading pauses: output the peer has not taken, or too many frames queued in nghttp2.
   bool OutputBacklogged(const Connection* conn) const;
   void QueueResume(Connection* conn);
   void ResumeReading();
@@ -251,20 +246,14 @@ class GrpcServer::Impl::Loop {
   SteadyClock::time_point drain_deadline_;
 };
 
-GrpcServer::Impl::Loop::~Loop() { Join(); }
-
 Status GrpcServer::Impl::Loop::Init() {
   epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
   wake_ = UniqueFd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (epoll_.get() < 0 || wake_.get() < 0) return Status::FromErrno("epoll/eventfd", errno);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = kWakeId;
+  epoll_event ev{.events = EPOLLIN, .data = {.u64 = kWakeId}};
   epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev);
   for (size_t i = 0; i < server_->listeners.size(); ++i) {
-    epoll_event lev{};
-    lev.events = EPOLLIN | EPOLLEXCLUSIVE;
-    lev.data.u64 = kFirstListenerId + i;
+    epoll_event lev{.events = EPOLLIN | EPOLLEXCLUSIVE, .data = {.u64 = kFirstListenerId + i}};
     if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, server_->listeners[i]->fd.get(), &lev) != 0) {
       return Status::FromErrno("epoll_ctl(listener)", errno);
     }
@@ -279,8 +268,7 @@ void GrpcServer::Impl::Loop::BeginDrain(SteadyClock::time_point deadline) {
   drain_deadline_ns_.store(deadline.time_since_epoch().count());
   drain_requested_.store(true);
   uint64_t one = 1;
-  ssize_t ignored = write(wake_.get(), &one, sizeof one);
-  (void)ignored;
+  [[maybe_unused]] ssize_t ignored = write(wake_.get(), &one, sizeof one);
 }
 
 void GrpcServer::Impl::Loop::Run() {
@@ -298,8 +286,7 @@ void GrpcServer::Impl::Loop::Run() {
       uint64_t id = events[i].data.u64;
       if (id == kWakeId) {
         uint64_t count = 0;
-        ssize_t ignored = read(wake_.get(), &count, sizeof count);
-        (void)ignored;
+        [[maybe_unused]] ssize_t ignored = read(wake_.get(), &count, sizeof count);
         if (drain_requested_.load() && !draining_) DrainNow();
       } else if (id < kFirstConnectionId) {
         Accept(server_->listeners[id - kFirstListenerId].get());
@@ -398,9 +385,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     connections_.emplace(c->id, std::move(conn));
     if (!listener->open_while_draining) ++draining_connections_;
     server.Report(TransportEvent::kAccepted, c->peer);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = c->id;
+    epoll_event ev{.events = EPOLLIN, .data = {.u64 = c->id}};
     epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c->fd.get(), &ev);
     c->handshake_deadline = SteadyClock::now() + server.options.handshake_timeout;
     if (listener->proxy_protocol) {
@@ -613,11 +598,8 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
     if (Pending(conn) == 0) {
       conn->out_offset = 0;
       // An idle connection keeps no output buffer (docs/SERVICE.md: memory per connection).
-      if (conn->out.capacity() > 4096) {
-        std::string().swap(conn->out);
-      } else {
-        conn->out.clear();
-      }
+      if (conn->out.capacity() > 4096) std::string().swap(conn->out);
+      conn->out.clear();
       if (conn->session) conn->session->TakeOutput(&conn->out, kMaxPendingOutputBytes);
       if (conn->out.empty()) break;
       conn->output_since = SteadyClock::now();
@@ -665,9 +647,7 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
 void GrpcServer::Impl::Loop::UpdateInterest(Connection* conn, bool want_out) {
   if (conn->epollout == want_out) return;
   conn->epollout = want_out;
-  epoll_event ev{};
-  ev.events = want_out ? EPOLLOUT : EPOLLIN;
-  ev.data.u64 = conn->id;
+  epoll_event ev{.events = want_out ? EPOLLOUT : EPOLLIN, .data = {.u64 = conn->id}};
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn->fd.get(), &ev);
 }
 
@@ -718,10 +698,6 @@ void GrpcServer::Impl::Loop::Tick(SteadyClock::time_point now) {
   }
 }
 
-GrpcServer::Impl::~Impl() {
-  if (reserve_fd >= 0) close(reserve_fd);
-}
-
 StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
@@ -733,14 +709,10 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
   }
   for (const ListenerSpec& spec : o.listeners) {
     if (spec.tls && o.tls == nullptr) return Status::Internal("a TLS listener needs a context");
-    auto listener = std::make_unique<Listener>();
+    auto listener = std::make_unique<Listener>(spec);
     StatusOr<UniqueFd> fd = BindListener(spec, &listener->port);
     if (!fd.ok()) return fd.status();
     listener->fd = std::move(*fd);
-    listener->tls = spec.tls;
-    listener->open_while_draining = spec.open_while_draining;
-    listener->proxy_protocol = spec.proxy_protocol;
-    listener->handler = spec.handler;
     impl->listeners.push_back(std::move(listener));
   }
   size_t fd_limit = RaiseFdLimit();

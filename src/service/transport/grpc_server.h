@@ -16,7 +16,6 @@
 // an address whose callers keep being refused is shed before the handshake (refused_peers).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>

@@ -3,7 +3,6 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 
 #include "service/transport/kept_bytes_budget.h"
@@ -51,9 +50,8 @@ struct H2Session::Stream {
   bool remote_closed = false;         // the peer sent END_STREAM
   bool reset_after_response = false;  // answered early: RST_STREAM(NO_ERROR) once it is out
   SteadyClock::time_point request_deadline = SteadyClock::time_point::max();
-  // Once answered, the stream must close by then: a peer that opens streams and never takes
-  // the answers (a zero flow-control window) would otherwise hold them, and the connection,
-  // for ever.
+  // Once answered, the stream must close by then: a peer that opens streams and never takes the
+  // answers (a zero flow-control window) would otherwise hold them, and the connection, for ever.
   SteadyClock::time_point close_deadline = SteadyClock::time_point::max();
   // A delayed reply (test hook) and when it is due.
   std::unique_ptr<GrpcReply> delayed;
@@ -61,7 +59,6 @@ struct H2Session::Stream {
   // The framed response message and how much of it nghttp2 has taken.
   std::string response;
   size_t response_sent = 0;
-  std::string trailer_status, trailer_message;
 };
 
 // nghttp2's C callbacks, each forwarding to the session. A struct (a friend) rather than
@@ -72,11 +69,12 @@ struct H2Callbacks {
   static int OnBeginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* ud) {
     H2Session& self = Self(ud);
     if (self.failed_) return 0;
+    const H2Limits& limits = self.options_.limits;
     bool control = false;
     switch (hd->type) {
       case NGHTTP2_RST_STREAM:
         // Counted here, before nghttp2 counts it with the same numbers, so the event says why.
-        if (!self.TakeResetToken(self.now_)) {
+        if (!self.resets_.Take(self.now_, limits.reset_burst, limits.resets_per_second)) {
           self.Fail(TransportEvent::kResetFlood, NGHTTP2_ENHANCE_YOUR_CALM);
         }
         break;
@@ -93,7 +91,8 @@ struct H2Callbacks {
       default:
         break;
     }
-    if (control && !self.TakeControlFrameToken(self.now_)) {
+    if (control && !self.control_.Take(self.now_, limits.control_frame_burst,
+                                       limits.control_frames_per_second)) {
       self.Fail(TransportEvent::kControlFrameFlood, NGHTTP2_ENHANCE_YOUR_CALM);
     }
     return 0;
@@ -152,8 +151,7 @@ struct H2Callbacks {
       stream->grpc_encoding = val;
     } else if (key == "grpc-timeout") {
       stream->grpc_timeout = val;
-    } else if (std::find(self.options_.kept_metadata.begin(), self.options_.kept_metadata.end(),
-                         key) != self.options_.kept_metadata.end()) {
+    } else if (std::ranges::count(self.options_.kept_metadata, key) != 0) {
       size_t same = std::count_if(stream->metadata.begin(), stream->metadata.end(),
                                   [key](const auto& kv) { return kv.first == key; });
       if (same >= kMaxValuesPerKey || stream->over_budget) return 0;
@@ -237,8 +235,7 @@ struct H2Callbacks {
 
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* ud) {
     H2Session& self = Self(ud);
-    auto it = std::find_if(self.streams_.begin(), self.streams_.end(),
-                           [stream_id](const auto& s) { return s->id == stream_id; });
+    auto it = std::ranges::find(self.streams_, stream_id, [](const auto& s) { return s->id; });
     if (it == self.streams_.end()) return 0;
     self.Uncharge(it->get());
     self.streams_.erase(it);
@@ -255,10 +252,8 @@ struct H2Callbacks {
     stream->response_sent += n;
     if (stream->response_sent == stream->response.size()) {
       *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-      std::array<nghttp2_nv, 2> trailers = {Header("grpc-status", stream->trailer_status),
-                                            Header("grpc-message", stream->trailer_message)};
-      size_t count = stream->trailer_message.empty() ? 1 : 2;
-      if (nghttp2_submit_trailer(session, stream_id, trailers.data(), count) != 0) {
+      nghttp2_nv trailer = Header("grpc-status", "0");  // OK: only an OK reply has a body
+      if (nghttp2_submit_trailer(session, stream_id, &trailer, 1) != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
     }
@@ -341,16 +336,6 @@ void H2Session::Fail(TransportEvent event, uint32_t error_code, std::string_view
   if (session_ != nullptr) nghttp2_session_terminate_session(session_, error_code);
 }
 
-bool H2Session::TakeControlFrameToken(SteadyClock::time_point now) {
-  const H2Limits& limits = options_.limits;
-  return control_.Take(now, limits.control_frame_burst, limits.control_frames_per_second);
-}
-
-bool H2Session::TakeResetToken(SteadyClock::time_point now) {
-  const H2Limits& limits = options_.limits;
-  return resets_.Take(now, limits.reset_burst, limits.resets_per_second);
-}
-
 H2Session::Stream* H2Session::Find(int32_t stream_id) const {
   if (session_ == nullptr || stream_id <= 0) return nullptr;
   return static_cast<Stream*>(nghttp2_session_get_stream_user_data(session_, stream_id));
@@ -363,13 +348,10 @@ bool H2Session::Receive(std::string_view bytes, SteadyClock::time_point now) {
                                         bytes.size());
   if (rv < 0) {
     // nghttp2 has queued its GOAWAY where the error allows one (bad preface: none).
-    if (rv == NGHTTP2_ERR_FLOODED) {
-      Fail(TransportEvent::kControlFrameFlood, NGHTTP2_ENHANCE_YOUR_CALM,
-           nghttp2_strerror(static_cast<int>(rv)));
-    } else {
-      Fail(TransportEvent::kProtocolError, NGHTTP2_PROTOCOL_ERROR,
-           nghttp2_strerror(static_cast<int>(rv)));
-    }
+    const bool flooded = rv == NGHTTP2_ERR_FLOODED;
+    Fail(flooded ? TransportEvent::kControlFrameFlood : TransportEvent::kProtocolError,
+         flooded ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR,
+         nghttp2_strerror(static_cast<int>(rv)));
     return false;
   }
   if (!failed_ && !goaway_sent_ && !peer_goaway_ && nghttp2_session_want_read(session_) == 0) {
@@ -404,8 +386,6 @@ bool H2Session::Finished() const {
   if (nghttp2_session_want_write(session_) != 0) return false;
   return failed_ || nghttp2_session_want_read(session_) == 0;
 }
-
-size_t H2Session::open_streams() const { return streams_open_; }
 
 void H2Session::Shutdown() {
   if (session_ == nullptr) return;
@@ -555,10 +535,8 @@ void H2Session::Respond(Stream* stream, GrpcReply reply) {
   stream->body.clear();
   stream->body.shrink_to_fit();
   stream->close_deadline = now_ + options_.limits.request_timeout;
-  std::string status = std::to_string(static_cast<int>(reply.code));
   if (reply.code == GrpcCode::kOk) {
     stream->response = wire::FrameGrpcMessage(reply.message);
-    stream->trailer_status = std::move(status);
     nghttp2_nv headers[] = {Header(":status", "200"), Header("content-type", "application/grpc"),
                             Header("grpc-accept-encoding", "identity")};
     nghttp2_data_provider provider;
@@ -568,6 +546,7 @@ void H2Session::Respond(Stream* stream, GrpcReply reply) {
     return;
   }
   // Trailers-only: the status in the one HEADERS frame, which ends the stream.
+  std::string status = std::to_string(static_cast<int>(reply.code));
   std::string message = wire::PercentEncode(reply.error_message);
   nghttp2_nv headers[] = {Header(":status", "200"), Header("content-type", "application/grpc"),
                           Header("grpc-status", status), Header("grpc-message", message)};

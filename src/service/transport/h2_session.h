@@ -12,11 +12,9 @@
 // handler sees the whole request (headers and the one message) and fills in the reply.
 #pragma once
 
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -140,9 +138,8 @@ class H2Session {
   // True when the session has nothing more to read or write: close the connection.
   bool Finished() const;
   // Streams opened and not yet closed.
-  size_t open_streams() const;
-  // A reply asked for the connection's end (GrpcReply::close_connection): its caller was
-  // refused.
+  size_t open_streams() const { return streams_open_; }
+  // A reply asked for the connection's end (GrpcReply::close_connection): its caller was refused.
   bool closed_by_reply() const { return closed_by_reply_; }
 
  private:
@@ -156,8 +153,6 @@ class H2Session {
   bool Charge(Stream* stream, size_t n);
   void Uncharge(Stream* stream);
   void Report(TransportEvent event, std::string_view detail = {});
-  bool TakeControlFrameToken(SteadyClock::time_point now);
-  bool TakeResetToken(SteadyClock::time_point now);
   void Dispatch(Stream* stream);
   void Respond(Stream* stream, GrpcReply reply);
   void RespondHttp(Stream* stream, const char* http_status);

@@ -1,10 +1,9 @@
-// One budget, for the whole process, of the request bytes streams keep until they are
-// answered: the metadata values the handler reads (the attested document, up to 64 KiB) and
-// message bodies. Each connection is already bounded (H2Limits, memory_budget.h); this bounds
-// their sum, so that many connections each holding their most cannot together take what the
-// rest of the process needs. A stream that would go over is answered RESOURCE_EXHAUSTED at
-// once and keeps nothing (docs/SERVICE.md, "Limits"). Thread-safe: every event loop charges
-// the one budget.
+// One budget, for the whole process, of the request bytes streams keep until they are answered: the
+// metadata values the handler reads (the attested document, up to 64 KiB) and message bodies. Each
+// connection is already bounded (H2Limits, memory_budget.h); this bounds their sum, so that many
+// connections each holding their most cannot together take what the rest of the process needs. A
+// stream that would go over is answered RESOURCE_EXHAUSTED at once and keeps nothing
+// (docs/SERVICE.md, "Limits"). Thread-safe: every event loop charges the one budget.
 //
 //   KeptBytesBudget budget(64 << 20);
 //   if (!budget.TryCharge(n)) refuse;  ...  budget.Release(n);   // when the stream ends

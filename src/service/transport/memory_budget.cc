@@ -17,8 +17,7 @@ constexpr uint64_t kUnlimitedAbove = 1ull << 62;
 std::optional<uint64_t> ReadLimitFile(const std::string& path) {
   std::ifstream in(path);
   std::string text;
-  if (!in || !(in >> text)) return std::nullopt;
-  if (text == "max") return std::nullopt;
+  if (!in || !(in >> text) || text == "max") return std::nullopt;
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value == 0 ||
@@ -57,8 +56,7 @@ StatusOr<ConnectionBudget> BudgetConnections(uint64_t memory_limit, uint64_t res
 }
 
 uint64_t KeptBytesBudgetFor(const std::optional<ConnectionBudget>& budget) {
-  if (!budget) return kDefaultKeptBytesBudget;
-  return (budget->memory_limit - budget->reserve) / 4;
+  return budget ? (budget->memory_limit - budget->reserve) / 4 : kDefaultKeptBytesBudget;
 }
 
 StatusOr<uint64_t> ParseByteSize(std::string_view text) {
@@ -96,8 +94,7 @@ std::string FormatByteSize(uint64_t bytes) {
 
 std::optional<uint64_t> CgroupMemoryLimit(const std::string& proc_self_cgroup,
                                           const std::string& cgroup_root) {
-  // Lines are "ID:CONTROLLERS:PATH": v2's is "0::/path"; v1's memory line names "memory"
-  // among its controllers.
+  // Lines are "ID:CONTROLLERS:PATH": v2's is "0::/path"; v1's memory line lists "memory".
   std::ifstream in(proc_self_cgroup);
   std::optional<std::string> v2_path, v1_path;
   for (std::string line; std::getline(in, line);) {
@@ -118,12 +115,11 @@ std::optional<uint64_t> CgroupMemoryLimit(const std::string& proc_self_cgroup,
   if (v1_path) {
     const std::string dir = cgroup_root + "/memory";
     if (auto limit = ReadLimitFile(dir + *v1_path + "/memory.limit_in_bytes")) return limit;
-    if (auto limit = ReadLimitFile(dir + "/memory.limit_in_bytes")) return limit;
-    return std::nullopt;
+    return ReadLimitFile(dir + "/memory.limit_in_bytes");
   }
   if (v2_path) {
     if (auto limit = ReadLimitFile(cgroup_root + *v2_path + "/memory.max")) return limit;
-    if (auto limit = ReadLimitFile(cgroup_root + "/memory.max")) return limit;
+    return ReadLimitFile(cgroup_root + "/memory.max");
   }
   return std::nullopt;
 }

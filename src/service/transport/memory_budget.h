@@ -1,9 +1,8 @@
-// How many connections a memory limit admits. Every connection a peer opens can be made to
-// hold its worst case (H2Limits: every stream at its header-list and message caps, nghttp2's
-// buffer for one header field, the output a peer leaves unread, OpenSSL's record buffers), so
-// the connection cap is what fits beside the process's own needs: the process then refuses
-// connections (shed_max_connections) before the kernel's OOM killer ends it
-// (docs/SERVICE.md, "Limits").
+// How many connections a memory limit admits. Every connection a peer opens can be made to hold its
+// worst case (H2Limits: every stream at its header-list and message caps, nghttp2's buffer for one
+// header field, the output a peer leaves unread, OpenSSL's record buffers), so the connection cap
+// is what fits beside the process's own needs: the process then refuses connections
+// (shed_max_connections) before the kernel's OOM killer ends it (docs/SERVICE.md, "Limits").
 //
 //   auto limit = ParseByteSize("256Mi");                      // --memory-limit
 //   std::optional<uint64_t> cgroup = CgroupMemoryLimit();      // the default
@@ -30,10 +29,9 @@ inline constexpr uint64_t kConnectionOverheadBytes = 48 * 1024;
 inline constexpr uint64_t kHeaderFieldBufferBytes = 64 * 1024;
 // Output queued for a peer that does not read (grpc_server.cc pauses reading past it).
 inline constexpr uint64_t kMaxPendingOutputBytes = 64 * 1024;
-// Kept back from the limit for the process itself at least: code and libraries, the identity
-// cache at its 100,000 entries (about 30 MiB), the recent reports at theirs (about 10 MiB),
-// two store snapshots during a reload, the metrics server. A Release build idles at about
-// 20 MiB resident.
+// Kept back from the limit for the process itself at least: code and libraries, the identity cache
+// at its 100,000 entries (about 30 MiB), the recent reports at theirs (about 10 MiB), two store
+// snapshots during a reload, the metrics server. A Release build idles at about 20 MiB resident.
 inline constexpr uint64_t kMinProcessReserveBytes = 96ull << 20;
 // Beside what the process already holds when the budget is made (an ASan build idles at
 // about 80 MiB): the caches above at their caps.

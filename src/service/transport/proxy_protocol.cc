@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,8 +16,7 @@ namespace {
 
 // doc/proxy-protocol.txt, 2.2: the signature, then version and command, family and
 // protocol, and the length of what follows, in network order.
-constexpr char kSignature[] = "\r\n\r\n\0\r\nQUIT\n";
-constexpr size_t kSignatureBytes = 12;
+constexpr std::string_view kSignature("\r\n\r\n\0\r\nQUIT\n", 12);
 constexpr size_t kPrefixBytes = 16;
 constexpr uint8_t kCommandLocal = 0x0;
 constexpr uint8_t kCommandProxy = 0x1;
@@ -78,13 +77,10 @@ sockaddr_storage SocketAddress(std::string_view address, uint16_t port) {
 
 // 1-5 digits, at most 65535.
 std::optional<uint16_t> ParsePort(std::string_view text) {
-  if (text.empty() || text.size() > 5) return std::nullopt;
   uint32_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (value > 65535) return std::nullopt;
+  const char* end = text.data() + text.size();
+  auto [stop, ec] = std::from_chars(text.data(), end, value);
+  if (text.size() > 5 || ec != std::errc() || stop != end || value > 65535) return std::nullopt;
   return static_cast<uint16_t>(value);
 }
 
@@ -131,9 +127,7 @@ ProxyHeader ParseVersion1(std::string_view bytes) {
 }
 
 ProxyHeader ParseVersion2(std::string_view bytes) {
-  ProxyHeader h;
-  h.size = kPrefixBytes;
-  if (bytes.size() < kPrefixBytes) return h;
+  if (bytes.size() < kPrefixBytes) return NeedMore(kPrefixBytes);
   const uint8_t version = Byte(bytes, 12) >> 4;
   const uint8_t command = Byte(bytes, 12) & 0x0f;
   const uint8_t family = Byte(bytes, 13) >> 4;
@@ -151,7 +145,7 @@ ProxyHeader ParseVersion2(std::string_view bytes) {
     return Invalid("header of " + std::to_string(kPrefixBytes + length) + " bytes, over " +
                    std::to_string(kMaxProxyHeaderBytes));
   }
-  h.size = kPrefixBytes + length;
+  ProxyHeader h = NeedMore(kPrefixBytes + length);
   if (bytes.size() < h.size) return h;
   h.state = ProxyHeader::kComplete;
   // LOCAL: the proxy speaks for itself. UNSPEC and UNIX: no address a per-peer limit can use.
@@ -179,7 +173,7 @@ ProxyHeader ParseProxyHeader(std::string_view bytes) {
   // The first bytes tell the version; read no more than either needs to tell.
   if (bytes.empty()) return NeedMore(kVersion1Tag.size());
   if (BeginsAs(bytes, kVersion1Tag)) return ParseVersion1(bytes);
-  if (!BeginsAs(bytes, std::string_view(kSignature, kSignatureBytes))) {
+  if (!BeginsAs(bytes, kSignature)) {
     return Invalid("the connection does not start with a PROXY protocol header");
   }
   return ParseVersion2(bytes);

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <vector>
 
-#include "common/file_util.h"
 #include "common/openssl.h"
 
 namespace hotfix::service {
@@ -15,8 +14,6 @@ namespace {
 
 constexpr unsigned char kH2[] = {'h', '2'};
 
-using ossl::BioPtr;
-using ossl::PkeyPtr;
 using ossl::X509Ptr;
 
 std::string OpenSslErrors() { return ossl::DrainErrorsOr("no PEM data"); }
@@ -63,8 +60,8 @@ Status TlsServerContext::Build() {
   StatusOr<std::vector<X509Ptr>> parsed = ossl::ParsePemCertificates(*cert_pem);
   if (!parsed.ok()) return parsed.status().Annotate("--tls-cert " + cert_path_);
   std::vector<X509Ptr>& chain = *parsed;
-  BioPtr key_bio(BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())));
-  PkeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  ossl::BioPtr key_bio(BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())));
+  ossl::PkeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   if (!key) {
     return Status::InvalidArgument("--tls-key " + key_path_ +
                                    ": no usable PEM private key: " + OpenSslErrors());
@@ -79,9 +76,8 @@ Status TlsServerContext::Build() {
   if (!ctx) return Status::Internal("SSL_CTX_new: " + OpenSslErrors());
   SSL_CTX* c = ctx.get();
   SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
-  // Renegotiation is a CPU lever for the peer and nothing a node needs; a node connects once
-  // per boot, so session tickets and the session cache would cost every handshake for no
-  // resumption ever made.
+  // Renegotiation is a CPU lever for the peer and nothing a node needs; a node connects once per
+  // boot, so session tickets and the session cache would cost every handshake for no resumption.
   SSL_CTX_set_options(c, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET |
                              SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_num_tickets(c, 0);

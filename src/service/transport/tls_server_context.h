@@ -25,9 +25,8 @@ namespace hotfix::service {
 
 class TlsServerContext {
  public:
-  // The pair must be usable now: a missing or unreadable file, a file with no PEM
-  // certificate or key, or a key that does not match the certificate is refused with a Status
-  // naming the flag and file.
+  // The pair must be usable now: a missing or unreadable file, a file with no PEM certificate or
+  // key, or a key not matching the certificate is refused with a Status naming the flag and file.
   static StatusOr<std::unique_ptr<TlsServerContext>> Load(std::string cert_path,
                                                           std::string key_path);
 
