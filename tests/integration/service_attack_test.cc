@@ -1005,24 +1005,39 @@ double CpuSeconds(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// The events the service's epoll watches on its end of the TCP connection from
-// 127.0.0.1:`client_port` to 127.0.0.1:`service_port`: its socket inode from
-// /proc/PID/net/tcp, its descriptor from /proc/PID/fd, the mask from the "tfd:" line of
-// an epoll descriptor's /proc/PID/fdinfo (proc(5)). nullopt when not found.
-std::optional<uint32_t> EpollEventsFor(pid_t pid, uint16_t service_port, uint16_t client_port) {
-  const std::string proc = "/proc/" + std::to_string(pid);
-  char local[32], remote[32];
-  snprintf(local, sizeof local, "0100007F:%04X", service_port);
-  snprintf(remote, sizeof remote, "0100007F:%04X", client_port);
+// One end of a loopback TCP connection, from its /proc/PID/net/tcp row (proc(5)): the
+// socket's inode, the bytes written to it and not yet acknowledged by the other end (sent or
+// not), and the bytes it received that its owner has not read.
+struct TcpSocket {
   std::string inode;
-  std::ifstream tcp(proc + "/net/tcp");
+  unsigned long unacked = 0;
+  unsigned long unread = 0;
+};
+std::optional<TcpSocket> TcpSocketFor(pid_t pid, uint16_t local_port, uint16_t remote_port) {
+  char local[32], remote[32];
+  snprintf(local, sizeof local, "0100007F:%04X", local_port);
+  snprintf(remote, sizeof remote, "0100007F:%04X", remote_port);
+  std::ifstream tcp("/proc/" + std::to_string(pid) + "/net/tcp");
   for (std::string line; std::getline(tcp, line);) {
     std::istringstream f(line);
     std::string sl, l, r, st, queues, timer, retr, uid, timeout, node;
     f >> sl >> l >> r >> st >> queues >> timer >> retr >> uid >> timeout >> node;
-    if (l == local && r == remote) inode = node;
+    if (l != local || r != remote) continue;
+    const size_t colon = queues.find(':');  // "tx_queue:rx_queue", hexadecimal
+    return TcpSocket{node, std::stoul(queues.substr(0, colon), nullptr, 16),
+                     std::stoul(queues.substr(colon + 1), nullptr, 16)};
   }
-  if (inode.empty()) return std::nullopt;
+  return std::nullopt;
+}
+
+// The events the service's epoll watches on that socket: its descriptor from /proc/PID/fd,
+// the mask from the "tfd:" line of an epoll descriptor's /proc/PID/fdinfo (proc(5)).
+// nullopt when not found.
+std::optional<uint32_t> EpollEventsFor(pid_t pid, uint16_t service_port, uint16_t client_port) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const std::optional<TcpSocket> socket = TcpSocketFor(pid, service_port, client_port);
+  if (!socket) return std::nullopt;
+  const std::string& inode = socket->inode;
   std::string fd;
   for (const auto& entry : std::filesystem::directory_iterator(proc + "/fd")) {
     std::error_code ec;
@@ -1378,11 +1393,11 @@ TEST_F(ServiceAttackTest, GzipBombIsRefusedUninflated) {
   EXPECT_EQ(*c->GrpcStatus(1), static_cast<int>(grpc::StatusCode::UNIMPLEMENTED));
 }
 
-// A client that asks for four answers of 1 MB and never reads them, then keeps writing. Once
-// the sockets between hold all they will, the service parks the connection: nothing more is
-// read from it (its epoll interest is EPOLLOUT alone, so a level-triggered EPOLLIN cannot
-// spin the loop on bytes it will not read) and it costs no CPU, until the peer reads or the
-// output-stall timeout (10 s) closes it. Meanwhile nodes are served.
+// A client that asks for answers of 1 MB, four at a time, and never reads them, then keeps
+// writing. Once the sockets between hold all they will, the service parks the connection:
+// nothing more is read from it (its epoll interest is EPOLLOUT alone, so a level-triggered
+// EPOLLIN cannot spin the loop on bytes it will not read) and it costs no CPU, until the peer
+// reads or the output-stall timeout (10 s) closes it. Meanwhile nodes are served.
 TEST_F(ServiceAttackTest, AClientThatNeverReadsIsParkedAtNoCost) {
   StartService();
   const long idle_kb = WarmUpAndIdleRss();
@@ -1398,19 +1413,41 @@ TEST_F(ServiceAttackTest, AClientThatNeverReadsIsParkedAtNoCost) {
                        h2::WindowUpdate(0, 0x7fffffff - 65535);
   const std::string block = RequestBlock({{"authorization", *token_}});
   const std::string message = GrpcFrame(std::string("\x0a\x0c") + kBigComponent);
-  for (uint32_t id = 1; id <= 7; id += 2) {
-    frames += h2::Headers(id, block, h2::kEndHeaders) + h2::Data(id, message, true);
-  }
-  ASSERT_TRUE(c->Send(frames, /*read_while_blocked=*/false));
+  uint32_t next_id = 1;
+  // Four requests: the service's max_concurrent_streams (h2_session.h), so none is refused.
+  auto four_requests = [&] {
+    std::string out;
+    for (int i = 0; i < 4; ++i, next_id += 2) {
+      out += h2::Headers(next_id, block, h2::kEndHeaders) + h2::Data(next_id, message, true);
+    }
+    return out;
+  };
+  ASSERT_TRUE(c->Send(frames + four_requests(), /*read_while_blocked=*/false));
 
+  // How much the sockets hold is the kernel's: the service's send buffer grows with the
+  // connection up to net.ipv4.tcp_wmem's maximum (4 MiB by default), so four answers may fit.
+  // Four more each time the service has read all we sent and written all it answered, until it
+  // waits to write. Not before: a fifth stream open is a connection error (RFC 9113, 5.1.2).
   std::optional<uint32_t> events;
-  for (auto until = steady_clock::now() + seconds(5); steady_clock::now() < until;) {
+  int batches = 1;
+  for (auto until = steady_clock::now() + seconds(20); steady_clock::now() < until;) {
     events = EpollEventsFor(pid(), lps_->port(), client_port);
     if (events && (*events & EPOLLOUT) != 0) break;
+    const std::optional<TcpSocket> service = TcpSocketFor(pid(), lps_->port(), client_port);
+    const std::optional<TcpSocket> client = TcpSocketFor(getpid(), client_port, lps_->port());
+    ASSERT_TRUE(service && client) << "the connection closed";
+    // The answers' bytes the service has written that we have not read: at least 1 MB each
+    // once all of them are out (their streams then closed).
+    const uint64_t written = service->unacked + client->unread;
+    if (service->unread == 0 && written >= uint64_t{1000000} * 4 * batches) {
+      ASSERT_TRUE(c->Send(four_requests(), /*read_while_blocked=*/false));
+      ++batches;
+    }
     std::this_thread::sleep_for(milliseconds(20));
   }
   ASSERT_TRUE(events.has_value()) << "the connection is not in the service's epoll";
-  ASSERT_NE(*events & EPOLLOUT, 0u) << "the service never waited to write: 4 MB fit";
+  ASSERT_NE(*events & EPOLLOUT, 0u)
+      << "the service never waited to write: " << batches * 4 << " answers of 1 MB asked";
   EXPECT_EQ(*events & EPOLLIN, 0u) << "still watching a connection it will not read";
 
   // More from the client, which the service leaves unread (for a few KB: a window update).
@@ -1430,7 +1467,8 @@ TEST_F(ServiceAttackTest, AClientThatNeverReadsIsParkedAtNoCost) {
   EXPECT_LT(RssKb(pid()) - idle_kb, kRssBoundKb);
   std::cout << "[attack] never-reading client: parked with epoll events 0x" << std::hex << *events
             << std::dec << ", service CPU " << cpu << " s over 5 node calls, RSS +"
-            << (RssKb(pid()) - idle_kb) / 1024 << " MiB" << std::endl;
+            << (RssKb(pid()) - idle_kb) / 1024 << " MiB, " << batches * 4 << " answers asked"
+            << std::endl;
   c.reset();
   ExpectStillServing();
 }

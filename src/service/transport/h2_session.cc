@@ -222,6 +222,16 @@ struct H2Callbacks {
 
   static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* ud) {
     H2Session& self = Self(ud);
+    if (frame->hd.type == NGHTTP2_GOAWAY && !self.failed_ && !self.goaway_sent_) {
+      // Neither ours (Shutdown, Fail): nghttp2 answered a connection error it found while
+      // reading (nghttp2_session.c, session_inflate_handle_invalid_connection), and its reason
+      // is the GOAWAY's debug data. Only now does nghttp2_session_want_read turn 0.
+      self.failed_ = true;
+      self.Report(TransportEvent::kProtocolError,
+                  std::string_view(reinterpret_cast<const char*>(frame->goaway.opaque_data),
+                                   frame->goaway.opaque_data_len));
+      return 0;
+    }
     if (frame->hd.type != NGHTTP2_HEADERS || (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
       return 0;
     }
@@ -354,11 +364,7 @@ bool H2Session::Receive(std::string_view bytes, SteadyClock::time_point now) {
          nghttp2_strerror(static_cast<int>(rv)));
     return false;
   }
-  if (!failed_ && !goaway_sent_ && !peer_goaway_ && nghttp2_session_want_read(session_) == 0) {
-    // nghttp2 ended the session itself (a connection error it answered with GOAWAY).
-    Fail(TransportEvent::kProtocolError, NGHTTP2_PROTOCOL_ERROR,
-         "nghttp2 ended the session (a connection error answered with GOAWAY)");
-  }
+  // A connection error nghttp2 answers itself is reported when its GOAWAY is sent (OnFrameSend).
   return !failed_;
 }
 

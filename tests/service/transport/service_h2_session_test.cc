@@ -47,10 +47,12 @@ class RecordingHandler : public GrpcHandler {
 
 class CountingEvents : public TransportEventSink {
  public:
-  void OnTransportEvent(TransportEvent event, std::string_view, std::string_view) override {
+  void OnTransportEvent(TransportEvent event, std::string_view, std::string_view detail) override {
     events.push_back(event);
+    details.emplace_back(detail);
   }
   std::vector<TransportEvent> events;
+  std::vector<std::string> details;
 };
 
 // The client's bytes go straight into the session; the session's output is what the client
@@ -299,6 +301,39 @@ TEST_F(H2SessionTest, AnAnswerThatClosesTheConnectionRefusesTheRest) {
   // Stream 3 is past the GOAWAY's last stream: unprocessed, for the client to retry.
   EXPECT_EQ(goaway_last, 1u);
   EXPECT_EQ(handler_.paths.size(), 1u);
+  EXPECT_TRUE(session.Finished());
+}
+
+// A connection error nghttp2 answers itself (RFC 9113, 5.1.2: a stream past the acknowledged
+// SETTINGS_MAX_CONCURRENT_STREAMS) is reported once its GOAWAY is out, with nghttp2's reason,
+// and the session ends; the stream before it was handled.
+TEST_F(H2SessionTest, AStreamPastTheAcknowledgedLimitIsAReportedConnectionError) {
+  namespace h2 = testsupport::h2;
+  options_.limits.max_concurrent_streams = 1;
+  H2Session session(options_, "p", now_);
+  std::string out;
+  ASSERT_TRUE(session.Receive(h2::ClientPreface() + h2::Settings(), now_));
+  session.TakeOutput(&out, 1 << 20);  // the service's SETTINGS, acknowledged below
+  const std::string block =
+      h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, "a", {}));
+  const std::string message = std::string("\0\0\0\0\x02", 5) + "hi";
+  ASSERT_TRUE(session.Receive(
+      h2::SettingsAck() + h2::Headers(1, block, h2::kEndHeaders) + h2::Data(1, message, true) +
+          h2::Headers(3, block, h2::kEndHeaders) + h2::Data(3, message, true),
+      now_));
+  EXPECT_EQ(handler_.paths.size(), 1u);
+  EXPECT_FALSE(Saw(TransportEvent::kProtocolError)) << "reported before the GOAWAY is out";
+  out.clear();
+  session.TakeOutput(&out, 1 << 20);
+  std::optional<uint32_t> goaway_code;
+  h2::FrameReader reader;
+  reader.Feed(out);
+  while (std::optional<h2::ReceivedFrame> f = reader.Next()) {
+    if (f->type == h2::kGoaway) goaway_code = h2::ReadUint32(f->payload, 4);
+  }
+  EXPECT_EQ(goaway_code, 1u);  // PROTOCOL_ERROR
+  ASSERT_TRUE(Saw(TransportEvent::kProtocolError));
+  EXPECT_THAT(events_.details.back(), ::testing::HasSubstr("max concurrent streams exceeded"));
   EXPECT_TRUE(session.Finished());
 }
 
