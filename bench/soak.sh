@@ -25,9 +25,7 @@
 # (2000) idle TLS+HTTP/2, SOAK_SILENT (500) TLS then nothing, SOAK_SLOW (500) preface one
 # byte per 5 s, SOAK_HELLO (500) ClientHello one byte per 5 s (direct), SOAK_RSS_GROWTH_MB
 # (128), SOAK_PORT_BASE (18700, uses BASE..BASE+5), BUILD_ROOT (build; binaries from
-# $BUILD_ROOT/bench-svc, as bench/service_bench.sh), BENCH_NO_BUILD=1 to skip ninja,
-# SOAK_BIN_DIR (live-patching-service and imds-standin from there, no build: scripts/test.sh
-# soaks the image's own service binary).
+# $BUILD_ROOT/bench-svc, as bench/service_bench.sh), BENCH_NO_BUILD=1 to skip ninja.
 # One soak at a time: output goes to bench/out/soak/ (ignored by git), wiped at start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,11 +55,7 @@ stack_raise_fds $((3 * (n_idle + n_silent + n_slow + n_hello) + 2000))
 
 # ---------------------------------------------------------------------------------------
 bin=$root/$build_root/bench-svc/bin
-mkdir -p "$build_root/bench-svc"
-if [[ -n ${SOAK_BIN_DIR:-} ]]; then
-  bin=$(realpath "$SOAK_BIN_DIR")
-  log "binaries from $bin (SOAK_BIN_DIR; no build)"
-elif [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
+if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
   log "build (Release, $build_root/bench-svc)"
   if [[ ! -f $build_root/bench-svc/build.ninja ]]; then
     cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -12,7 +12,7 @@ build=(build-essential cmake ninja-build pkg-config clang-format
        libyaml-cpp-dev zlib1g-dev)
 service=(prometheus-cpp-dev libcivetweb-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2
-      strace clang libclang-rt-14-dev  # clang + libFuzzer: scripts/fuzz.sh
+      strace clang libclang-rt-14-dev  # the ASan test build; libFuzzer: scripts/fuzz.sh
       nghttp2-client curl              # h2load and gRPC calls: bench/soak.sh's short form
       prometheus                       # the automatic halt's evidence: service_auto_halt_e2e_test
       # grpc-go, the reference's gRPC: service_grpcgo_test calls the service with it

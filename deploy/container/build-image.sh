@@ -3,12 +3,9 @@
 # any registry: the two base images the Dockerfile names are made here from Debian's packages
 # (mmdebstrap) and imported under those names, all in a private podman storage under DIR, so
 # nothing touches the user's own podman images or containers.
-#   deploy/container/build-image.sh [--prepare] [DIR]   DIR (or IMAGE_DIR) default build/image
-#     --prepare: only the base images and the build tools' stage (downloads and unpacking:
-#     scripts/test.sh makes them while its first build compiles), not the image
+#   deploy/container/build-image.sh [DIR]      DIR (or IMAGE_DIR) default build/image
 # Makes localhost/live-patching-service:VERSION (and, as the next run's cache, the build tools'
-# stage localhost/live-patching-service-build-deps) in DIR/store, copies its two binaries to
-# DIR/bin, prints its size and writes
+# stage localhost/live-patching-service-build-deps) in DIR/store, prints its size and writes
 # DIR/image.env (IMAGE, SERVICE_VERSION[_FROM], AGENT_VERSION, GIT_REVISION, IMAGE_SIZE) for
 # tests/container/image_test.sh. Every later command on that storage takes the same options,
 # with the same absolute paths (podman records them), e.g.
@@ -24,8 +21,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-prepare=0
-if [[ ${1:-} == --prepare ]]; then prepare=1; shift; fi
 dir=${1:-${IMAGE_DIR:-build/image}}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -122,11 +117,7 @@ fi
 source_url=$(git remote get-url origin 2>/dev/null || echo unknown)
 image=localhost/live-patching-service:$version
 
-if ((prepare)); then
-  echo "build-image: the build tools' stage"
-else
-  echo "build-image: building $image (revision $revision)"
-fi
+echo "build-image: building $image (revision $revision)"
 t0=$SECONDS
 build=("${podman[@]}" build --pull=never --network=host "${ulimits[@]}"
        --file deploy/container/Dockerfile)
@@ -135,23 +126,12 @@ build=("${podman[@]}" build --pull=never --network=host "${ulimits[@]}"
 # ~0.8 GB each there). The full build then finds it in the cache.
 "${build[@]}" --target build-deps --tag localhost/live-patching-service-build-deps:latest .
 t1=$SECONDS
-if ((prepare)); then
-  echo "build-image: bases and build tools ready in $((t1 - t0)) s"
-  exit 0
-fi
 "${build[@]}" --build-arg "SERVICE_VERSION=$version" --build-arg "AGENT_VERSION=$agent_version" \
   --build-arg "GIT_REVISION=$revision" --build-arg "SOURCE_URL=$source_url" --tag "$image" .
 t2=$SECONDS
 "${podman[@]}" image prune --force >/dev/null
 echo "build-image: built in $((SECONDS - t0)) s (build tools $((t1 - t0)) s, the image" \
   "$((t2 - t1)) s, pruning $((SECONDS - t2)) s)"
-
-# The image's own binaries, copied out (scripts/test.sh soaks that service binary).
-mkdir -p "$dir/bin"
-container=$("${podman[@]}" create "$image")
-"${podman[@]}" cp "$container:/usr/bin/live-patching-service" "$dir/bin/"
-"${podman[@]}" cp "$container:/usr/bin/hotfix-agent" "$dir/bin/"
-"${podman[@]}" rm "$container" >/dev/null
 
 size=$("${podman[@]}" image inspect --format '{{.Size}}' "$image")
 cat >"$dir/image.env" <<EOF

@@ -3,8 +3,9 @@
 # -Werror, in one place so the two never build it differently.
 #   asan_build DIR [target ...]    configure DIR and build it (only the targets, if given)
 # Compiled with Debian's clang 14 (the fuzz build's compiler): at -O0 with ASan+UBSan it builds
-# the tree in half GCC 12's time (docs/BENCHMARKS.md, "CI's time"). GCC keeps its -Werror
-# warnings over src/ and the service's tests in the TSan build, and builds the Release binaries.
+# the tree in half GCC 12's time (docs/BENCHMARKS.md, "The test command's time"). GCC keeps
+# its -Werror warnings over src/ and the service's tests in the TSan build, and builds the
+# Release binaries.
 asan_build() {
   local dir=$1
   shift
