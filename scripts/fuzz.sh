@@ -51,6 +51,8 @@ dict_for() {
     grpc_response | h2_server_session) echo "$src/http2.dict" ;;
     attested_document) echo "$src/pkcs7.dict" ;;
     node_custom_data) echo "$src/yaml.dict" ;;
+    apt_source | release_file | packages_index | yum_repo) echo "$src/repository.dict" ;;
+    repo_metadata_xml) echo "$src/xml.dict" ;;
   esac
 }
 

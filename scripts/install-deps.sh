@@ -22,7 +22,11 @@ test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd p
       # the container image, built and run as root with no registry: deploy/container/
       # build-image.sh (mmdebstrap makes the Debian base images), tests/container/image_test.sh;
       # runc because crun refuses cgroup-v1 (hybrid) hosts
-      podman runc mmdebstrap)
+      podman runc mmdebstrap
+      # real signed apt and yum repositories for the repository fast path's tests, the demo
+      # and the benchmark (tests/support/make-signed-repo.sh), and the node's gpgv, dpkg-deb,
+      # rpmkeys and rpm2cpio they are checked with
+      gnupg gpgv dpkg-dev apt-utils rpm rpm2cpio createrepo-c)
 bench=(hyperfine time stress-ng)  # stress-ng: the load part of scripts/reliability.sh
 
 # Debian's kubectl (kubernetes-client, 1.20; its `kubectl kustomize` is kustomize v2.0.3):

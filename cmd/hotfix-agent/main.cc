@@ -88,8 +88,9 @@ void AddCheckHotfixFlags(CLI::App& cmd, CheckHotfixFlags& f) {
   cmd.add_option("--connect-to", f.fetch.connect_to,
                  "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
   cmd.add_option("--server-name", f.fetch.server_name,
-                 "Name the service certificate must carry (verified against the cluster CA)")
-      ->capture_default_str();
+                 "Name the service certificate must carry, verified against the cluster CA "
+                 "(default: the apiserver host; before AgentBaker #9351 nodes pinned "
+                 "aks-security-patch.data.mcr.microsoft.com)");
   cmd.add_option("--component", f.fetch.component, "Component whose config is requested")
       ->capture_default_str();
   cmd.add_option("--lps-timeout", f.lps_timeout,
@@ -188,6 +189,16 @@ void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
   cmd.add_option("--apt-sources-dir", o.apt_sources_dir,
                  "Folder holding microsoft-prod.list or microsoft-prod.sources")
       ->capture_default_str();
+  cmd.add_option("--apt-trusted-dir", o.apt_trusted_dir,
+                 "Folder whose microsoft*.gpg keyrings verify the apt repository when its source "
+                 "names no Signed-By")
+      ->capture_default_str();
+  cmd.add_option("--yum-repos-dir", o.yum_repos_dir,
+                 "Folder of .repo files naming the Microsoft yum repository and its gpgkey")
+      ->capture_default_str();
+  cmd.add_option("--rpm-dbpath", o.rpm_dbpath,
+                 "rpm database whose imported keys rpmkeys checks the package with (a test hook; "
+                 "default: the system's)");
   cmd.add_option("--package-binary", o.package_binary, "Where the package installs the agent")
       ->capture_default_str();
   cmd.add_option("--vhd-binary", o.vhd_binary,
@@ -230,8 +241,9 @@ void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
   cmd.add_option("--connect-to", f.lps.connect_to,
                  "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
   cmd.add_option("--server-name", f.lps.server_name,
-                 "Name the service certificate must carry (verified against the cluster CA)")
-      ->capture_default_str();
+                 "Name the service certificate must carry, verified against the cluster CA "
+                 "(default: the apiserver host; before AgentBaker #9351 nodes pinned "
+                 "aks-security-patch.data.mcr.microsoft.com)");
   cmd.add_option("--component", f.component, "Component whose hotfix outcome is reported")
       ->capture_default_str();
   cmd.add_flag("--no-report", f.no_report,
@@ -263,6 +275,10 @@ void PrintDownloadDryRun(const hotfix::node::DownloadHotfixResult& r,
   binary["targeted"] = r.binary == BinaryOutcome::kInstalled;
   binary["version"] = r.binary_target;
   binary["reason"] = r.binary_reason;
+  // The fast path's downloads are what a dry run must not do: it says it would try them first.
+  binary["repository_fast_path"] = o.repository_fast_path ? "tried first; on an integrity "
+                                                            "failure nothing below runs"
+                                                          : "off";
   binary["package_manager"] = r.package_manager;
   binary["would_run"] = r.commands;
   if (!r.staged_to.empty()) {
@@ -295,6 +311,7 @@ int RunDownloadHotfix(DownloadHotfixFlags& f) {
   o.current_version = f.current_version;
   o.dry_run = f.dry_run;
   o.cancelled = &g_cancelled;
+  o.user_agent = std::string("hotfix-agent/") + kVersion;
   const std::string lock = !f.lock_file.empty() ? f.lock_file
                                                 : hotfix::DirName(o.hotfix_binary) +
                                                       "/.aks-node-controller-download-hotfix.lock";

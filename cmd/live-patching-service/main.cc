@@ -331,10 +331,21 @@ void AddFlags(CLI::App& app, Flags& f) {
   auto& c = f.config;
   app.add_option("--listen", c.listen, "ADDR:PORT for gRPC over TLS (port 0: any free port)")
       ->required();
-  app.add_option("--tls-cert", c.tls_cert_path,
-                 "PEM certificate chain, leaf first (re-read when the file changes)")
-      ->required();
-  app.add_option("--tls-key", c.tls_key_path, "PEM private key of --tls-cert")->required();
+  // Two shapes (docs/SERVICE.md, "TLS"): one pair for every client, or a folder of pairs
+  // chosen by the server name each client sent. main() requires one of them.
+  auto* cert = app.add_option("--tls-cert", c.tls_cert_path,
+                              "PEM certificate chain, leaf first, for the apiserver FQDN the "
+                              "nodes dial, issued by the cluster CA (re-read when it changes)");
+  auto* key = app.add_option("--tls-key", c.tls_key_path, "PEM private key of --tls-cert");
+  auto* cert_dir = app.add_option(
+      "--tls-cert-dir", c.tls_cert_dir,
+      "instead of --tls-cert/--tls-key, one service for many clusters: a folder of "
+      "NAME/tls.crt + NAME/tls.key pairs (kubernetes.io/tls Secrets); each handshake gets the "
+      "pair whose DNS SAN matches the server name it sent, else is refused (re-read on change)");
+  cert->needs(key);
+  key->needs(cert);
+  cert_dir->excludes(cert);
+  cert_dir->excludes(key);
   app.add_option("--components-dir", c.components_dir,
                  "folder of <component>.json files (a ConfigMap volume); reloaded on change")
       ->required();
@@ -539,6 +550,11 @@ int main(int argc, char** argv) {
   auto& config = flags.config;
   config.version = HOTFIX_SERVICE_VERSION;
   config.revision = HOTFIX_GIT_REVISION;
+  if (config.tls_cert_path.empty() && config.tls_cert_dir.empty()) {
+    return refuse(
+        hotfix::Status::InvalidArgument("--tls-cert and --tls-key, or --tls-cert-dir, is required"),
+        2);
+  }
   if (!config.insecure_accept_any_token && config.attestation_roots_path.empty() &&
       config.attestation_issuers_path.empty()) {
     return refuse(hotfix::Status::InvalidArgument(

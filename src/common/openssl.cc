@@ -73,15 +73,42 @@ std::optional<Sha256Digest> Sha256(const EVP_MD* sha256, std::string_view bytes)
   return digest;
 }
 
-std::string Sha256Hex(std::string_view bytes) {
-  const std::optional<Sha256Digest> digest = Sha256(EVP_sha256(), bytes);
-  if (!digest) return "";
+namespace {
+
+std::string Hex(const Sha256Digest& digest) {
   std::string hex;
-  for (unsigned char byte : *digest) {
+  for (unsigned char byte : digest) {
     hex.push_back(kLowerHexDigits[byte >> 4]);
     hex.push_back(kLowerHexDigits[byte & 0xf]);
   }
   return hex;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view bytes) {
+  const std::optional<Sha256Digest> digest = Sha256(EVP_sha256(), bytes);
+  return digest ? Hex(*digest) : "";
+}
+
+Sha256Stream::Sha256Stream() : ctx_(EVP_MD_CTX_new()) {
+  failed_ = !ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1;
+}
+
+void Sha256Stream::Update(std::string_view bytes) {
+  if (!failed_ && EVP_DigestUpdate(ctx_.get(), bytes.data(), bytes.size()) != 1) failed_ = true;
+}
+
+std::string Sha256Stream::FinishHex() {
+  Sha256Digest digest;
+  unsigned int len = 0;
+  if (failed_ || EVP_DigestFinal_ex(ctx_.get(), digest.data(), &len) != 1 || len != digest.size()) {
+    ERR_clear_error();
+    failed_ = true;
+    return "";
+  }
+  failed_ = true;  // finished: a second call would read a spent context
+  return Hex(digest);
 }
 
 }  // namespace hotfix::ossl

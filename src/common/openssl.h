@@ -30,6 +30,7 @@ struct Deleter {
 // BIO_free_all: a chain (a base64 filter over a memory BIO) goes with its head.
 using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
 using MdPtr = std::unique_ptr<EVP_MD, Deleter<EVP_MD_free>>;
+using MdCtxPtr = std::unique_ptr<EVP_MD_CTX, Deleter<EVP_MD_CTX_free>>;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
 using Pkcs7Ptr = std::unique_ptr<PKCS7, Deleter<PKCS7_free>>;
 using SslCtxPtr = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
@@ -62,5 +63,19 @@ std::string Sha256Hex(std::string_view bytes);
 // only if libcrypto itself fails (its error queue then cleared).
 using Sha256Digest = std::array<unsigned char, 32>;
 std::optional<Sha256Digest> Sha256(const EVP_MD* sha256, std::string_view bytes);
+
+// SHA-256 of bytes that arrive piece by piece (a package streamed to disk as it downloads).
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  void Update(std::string_view bytes);
+  // The digest of everything given, as 64 lower-case hex digits; "" if libcrypto failed at any
+  // step. Call once.
+  std::string FinishHex();
+
+ private:
+  MdCtxPtr ctx_;
+  bool failed_ = false;
+};
 
 }  // namespace hotfix::ossl

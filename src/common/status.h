@@ -20,6 +20,11 @@ class [[nodiscard]] Status {
     kUnavailable,       // a peer could not be reached or broke the protocol
     kPermissionDenied,  // TLS verification or access failure
     kInternal,          // a bug: should not happen
+    // Bytes that should have been authenticated were not: a signature, size or digest check
+    // failed, or verified data is malformed (download-hotfix's repository fast path: terminal).
+    kDataLoss,
+    kFailedPrecondition,  // a platform or configuration this path does not support
+    kCancelled,           // stopped because its result was no longer wanted
   };
 
   Status() = default;
@@ -39,6 +44,11 @@ class [[nodiscard]] Status {
     return Status(Code::kPermissionDenied, std::move(msg));
   }
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
+  static Status DataLoss(std::string msg) { return Status(Code::kDataLoss, std::move(msg)); }
+  static Status FailedPrecondition(std::string msg) {
+    return Status(Code::kFailedPrecondition, std::move(msg));
+  }
+  static Status Cancelled(std::string msg) { return Status(Code::kCancelled, std::move(msg)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

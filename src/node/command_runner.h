@@ -1,6 +1,6 @@
-// Running the package manager: argv straight to posix_spawnp (never a shell), a kill deadline
-// per attempt, and the reference's retry loop (AgentBaker: aks-node-controller/hotfix.go
-// retryCommand). CommandRunner is the seam tests fake.
+// Running the package manager: argv straight to posix_spawn (never a shell; common/process.h),
+// a kill deadline per attempt, and the reference's retry loop (AgentBaker:
+// aks-node-controller/hotfix.go retryCommand). CommandRunner is the seam tests fake.
 #pragma once
 
 #include <atomic>
@@ -62,8 +62,5 @@ struct RetryPolicy {
 // A cancellation stops at once: "command <argv> cancelled".
 CommandResult RunWithRetries(CommandRunner& runner, const Argv& argv, const RetryPolicy& policy,
                              Logger& log);
-
-// exec.LookPath: the first executable regular file named `name` in $PATH, or "".
-std::string FindOnPath(const std::string& name);
 
 }  // namespace hotfix::node

@@ -20,6 +20,9 @@ inline constexpr char kHotfixBinary[] = "/opt/azure/containers/aks-node-controll
 // The distribution and its package sources.
 inline constexpr char kOsRelease[] = "/etc/os-release";
 inline constexpr char kAptSourcesDir[] = "/etc/apt/sources.list.d";
+// The Microsoft keyrings when the apt source names none (microsoft*.gpg), and the yum sources.
+inline constexpr char kAptTrustedDir[] = "/etc/apt/trusted.gpg.d";
+inline constexpr char kYumReposDir[] = "/etc/yum.repos.d";
 
 // Guest-agent events and the log both commands append to.
 inline constexpr char kEventsDir[] =

@@ -1,15 +1,22 @@
 #include "node/download_hotfix.h"
 
+#include <errno.h>
+#include <unistd.h>
+
 #include <exception>
+#include <memory>
 #include <optional>
 
 #include "common/file_lock.h"
+#include "common/file_util.h"
 #include "node/binary_staging.h"
 #include "node/go_strings.h"
 #include "node/guest_agent_event.h"
 #include "node/hotfix_pointer.h"
 #include "node/node_custom_data.h"
 #include "node/package_manager.h"
+#include "node/repository/fast_path.h"
+#include "node/repository/source_files.h"
 #include "node/version_gate.h"
 
 namespace hotfix::node {
@@ -154,7 +161,8 @@ BinaryPlan PlanBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPo
   plan.package_manager = PackageManagerName(plan.pm);
   std::string sources;
   if (plan.pm == PackageManager::kApt) {
-    StatusOr<std::string> resolved = ResolveMicrosoftProdSources(options.apt_sources_dir);
+    StatusOr<std::string> resolved =
+        repository::ResolveMicrosoftProdSources(options.apt_sources_dir);
     if (!resolved.ok()) return unsupported(resolved.status());
     sources = *resolved;
   }
@@ -163,10 +171,79 @@ BinaryPlan PlanBinaryHotfix(const DownloadHotfixOptions& options, const HotfixPo
   return plan;
 }
 
-// Carries out a plan whose outcome is kInstalled: runs the install commands with retries,
-// confirms the version and stages the binary. result.commands records what was run.
+// AgentBaker's removeStaleHotfix: after an integrity failure the launcher must not find a hotfix
+// binary an earlier run staged, and falls back to the VHD binary. An unlink failure is logged.
+void RemoveStaleHotfix(const std::string& hotfix_binary, Logger& log) {
+  if (::unlink(hotfix_binary.c_str()) == 0 || errno == ENOENT) return;
+  log.Warn("could not remove the staged hotfix binary",
+           {{"path", hotfix_binary}, {"error", Status::FromErrno("unlink", errno)}});
+}
+
+// The repository fast path. True when it settled the binary hotfix: staged it (kInstalled), or
+// failed an integrity check (kFailed, exit 1, the staged hotfix deleted). False: fall back to
+// the package manager (result.fast_path_error says why).
+bool TryFastPath(const BinaryPlan& plan, const DownloadHotfixOptions& options,
+                 DownloadHotfixResult& result, Logger& log) {
+  repository::FastPathOptions fast;
+  fast.os_release_path = options.os_release_path;
+  fast.apt_sources_dir = options.apt_sources_dir;
+  fast.apt_trusted_dir = options.apt_trusted_dir;
+  fast.yum_repos_dir = options.yum_repos_dir;
+  fast.staging_dir = DirName(options.hotfix_binary);
+  fast.rpm_dbpath = options.rpm_dbpath;
+  fast.tool_timeout = options.command_timeout;
+  fast.cancelled = options.cancelled;
+  std::unique_ptr<repository::RepoFetcher> own_fetcher;
+  repository::RepoFetcher* fetcher = options.repo_fetcher;
+  if (fetcher == nullptr) {
+    repository::HttpRepoFetcherOptions http;
+    http.user_agent = options.user_agent;
+    own_fetcher = repository::NewHttpRepoFetcher(http);
+    fetcher = own_fetcher.get();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<repository::VerifiedBinary> verified =
+      repository::TryRepositoryDownload(fast, plan.target, *fetcher, log);
+  Status failed = verified.status();
+  if (verified.ok()) {
+    Status staged = StageHotfixBinary(verified->path(), options.vhd_binary, options.hotfix_binary);
+    if (staged.ok()) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      log.Info("downloaded ANC hotfix through authenticated repository fast path",
+               {{"target", plan.target},
+                {"format", repository::PackageFormatName(verified->format())},
+                {"path", options.hotfix_binary},
+                {"durationMs", static_cast<int64_t>(ms.count())}});
+      result.route = "fastPath";
+      result.staged_from = verified->package_url();
+      result.staged_to = options.hotfix_binary;
+      result.binary = BinaryOutcome::kInstalled;
+      return true;
+    }
+    failed = Status::Unavailable(staged.Annotate("stage extracted ANC binary").message());
+  }
+  if (failed.code() == Status::Code::kDataLoss) {
+    result.route = "fastPath";
+    RemoveStaleHotfix(options.hotfix_binary, log);
+    Fail(result,
+         failed.Annotate("repository integrity check failed for hotfix version " + plan.target),
+         BinaryFailure::kIntegrity);
+    return true;
+  }
+  result.fast_path_error = failed.message();
+  log.Warn("repository fast path did not apply, falling back to package manager",
+           {{"target", plan.target}, {"error", failed}});
+  return false;
+}
+
+// Carries out a plan whose outcome is kInstalled: the repository fast path, else the install
+// commands with retries, the version confirmed and the binary staged. result.commands records
+// what was run.
 void InstallBinary(const BinaryPlan& plan, const DownloadHotfixOptions& options,
                    CommandRunner& runner, DownloadHotfixResult& result, Logger& log) {
+  if (options.repository_fast_path && TryFastPath(plan, options, result, log)) return;
+  result.route = "packageManager";
   const std::string step = "install hotfix version " + plan.target;
   const RetryPolicy retry{.max_attempts = options.max_attempts,
                           .backoff = options.retry_backoff,
@@ -293,6 +370,8 @@ const char* BinaryFailureName(BinaryFailure failure) {
       return "stageFailed";
     case BinaryFailure::kOther:
       return "other";
+    case BinaryFailure::kIntegrity:
+      return "integrityFailed";
   }
   return "other";
 }
@@ -316,6 +395,7 @@ const char* ScriptsOutcomeName(ScriptsOutcome outcome) {
 std::string DownloadHotfixEventMessage(const DownloadHotfixResult& result) {
   std::string msg = std::string("download-hotfix outcome=") + BinaryOutcomeName(result.binary);
   if (!result.binary_target.empty()) msg += " version=" + result.binary_target;
+  if (!result.route.empty()) msg += " route=" + result.route;
   msg += std::string(" scripts=") + ScriptsOutcomeName(result.scripts);
   if (!result.files.empty()) msg += " files=" + std::to_string(result.files.size());
   if (!result.error.ok()) msg += " error=" + result.error.message();

@@ -1,7 +1,11 @@
 // download-hotfix: read the pointer check-hotfix staged, decide whether this node's agent version
-// is targeted, install the hotfix package and stage its binary next to the VHD one (AgentBaker:
-// aks-node-controller/hotfix.go downloadHotfix; docs/DOWNLOAD-HOTFIX.md). Fail-open on the pointer;
-// the package manager's own exit code when its retries are exhausted.
+// is targeted, take the hotfix binary from the package repository's signed metadata (the
+// repository fast path, node/repository/fast_path.h) or else install the package with the
+// package manager, and stage the binary next to the VHD one (AgentBaker:
+// aks-node-controller/hotfix.go downloadHotfix; docs/DOWNLOAD-HOTFIX.md). Fail-open on the
+// pointer; exit 1 when the repository fails an integrity check (the staged hotfix binary is
+// then deleted and no package manager runs); the package manager's own exit code when its
+// retries are exhausted.
 #pragma once
 
 #include <atomic>
@@ -14,6 +18,7 @@
 #include "common/status.h"
 #include "node/command_runner.h"
 #include "node/default_paths.h"
+#include "node/repository/repo_fetcher.h"
 
 namespace hotfix::node {
 
@@ -22,6 +27,8 @@ struct DownloadHotfixOptions {
   std::string current_version;
   std::string os_release_path = paths::kOsRelease;
   std::string apt_sources_dir = paths::kAptSourcesDir;
+  std::string apt_trusted_dir = paths::kAptTrustedDir;
+  std::string yum_repos_dir = paths::kYumReposDir;
   std::string package_binary = paths::kPackageBinary;
   std::string vhd_binary = paths::kVhdBinary;
   std::string hotfix_binary = paths::kHotfixBinary;
@@ -31,6 +38,14 @@ struct DownloadHotfixOptions {
   int max_attempts = 5;
   bool dry_run = false;  // decide and plan; run nothing, write nothing
   const std::atomic<bool>* cancelled = nullptr;
+  // The repository fast path, tried before the package manager.
+  bool repository_fast_path = true;
+  // rpmkeys --dbpath for the fast path's rpm signature check: the tests' own rpm database
+  // (the machine's is never written); empty: the system's.
+  std::string rpm_dbpath;
+  std::string user_agent;  // the repository requests'
+  // The repository's HTTP client; null: the real one (node/repository/repo_fetcher.h).
+  repository::RepoFetcher* repo_fetcher = nullptr;
 };
 
 // What happened to the binary hotfix.
@@ -54,8 +69,12 @@ enum class BinaryFailure {
   kVersionMismatch,      // the version query ran and shows another version, or none
   kStageFailed,          // the binary could not be staged beside the VHD one
   kOther,                // an exception, or the version query could not run at all
+  // The repository's signed metadata, index or package failed a check (terminal: the staged
+  // hotfix binary was deleted and no package manager ran).
+  kIntegrity,
 };
-// "none", "platformUnsupported", "installFailed", "versionMismatch", "stageFailed", "other"
+// "none", "platformUnsupported", "installFailed", "versionMismatch", "stageFailed", "other",
+// "integrityFailed"
 const char* BinaryFailureName(BinaryFailure failure);
 
 enum class ScriptsOutcome { kNone, kNotTargeted, kApplied, kFailed, kSkipped };
@@ -76,6 +95,12 @@ struct DownloadHotfixResult {
   std::string scripts_target;
   std::string scripts_reason;
   Status scripts_error;
+
+  // How the binary hotfix was sought: "fastPath" (the repository fast path, which staged it or
+  // failed an integrity check), "packageManager" (apt-get, dnf or tdnf, after the fast path did
+  // not apply or failed otherwise); "" when nothing was installed.
+  std::string route;
+  std::string fast_path_error;  // why the fast path fell back, "" if it did not
 
   // The plan: filled in a dry run, and in a real run with what was run and written.
   std::string package_manager;

@@ -43,6 +43,9 @@ ReportOutcome FromFailure(BinaryFailure failure) {
     case BinaryFailure::kPlatformUnsupported:
       return ReportOutcome::kPlatformUnsupported;
     case BinaryFailure::kInstallFailed:
+    // The contract has no integrity outcome of its own: for the rollout it is an install that
+    // failed, and the report's detail says why ("repository integrity check failed ...").
+    case BinaryFailure::kIntegrity:
       return ReportOutcome::kInstallFailed;
     case BinaryFailure::kVersionMismatch:
       return ReportOutcome::kVersionMismatch;

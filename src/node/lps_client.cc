@@ -9,7 +9,6 @@
 #include "common/host_port.h"
 #include "node/lps_target.h"
 #include "wire/grpc_unary.h"
-#include "wire/http_proxy.h"
 #include "wire/tls_dialer.h"
 
 namespace hotfix::node {
@@ -59,15 +58,14 @@ StatusOr<wire::TlsDialOptions> DialOptions(const LpsEndpoint& endpoint, const Lp
     dial.host = dest->first;
     dial.port = dest->second;
   }
-  // The proxy is chosen for the apiserver (so NO_PROXY=<fqdn> bypasses it, as in grpc-go);
-  // the CONNECT names the TCP destination, which --connect-to may override.
-  auto proxy = wire::ProxyFromEnvironment(host, kApiServerPort);
-  if (!proxy.ok()) return proxy.status();
-  dial.proxy = *proxy;
+  // No proxy, whatever HTTPS_PROXY says: the reference dials with grpc.WithNoProxy() (AgentBaker
+  // aks-node-controller/checkhotfix_grpc.go), so the apiserver's private address needs no
+  // NO_PROXY entry. The same host is the SNI (none for an IP literal) and, unless --server-name
+  // overrides it, the name the certificate is verified for.
   dial.sni = host;
   dial.alpn = {kAlpnLivePatching, kAlpnH2};
   dial.required_alpn = kAlpnH2;
-  dial.verify_name = endpoint.server_name;
+  dial.verify_name = endpoint.server_name.empty() ? host : endpoint.server_name;
   dial.trust_anchors = std::make_shared<const wire::TrustAnchors>(std::move(*anchors));
   return dial;
 }

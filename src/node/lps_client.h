@@ -1,8 +1,9 @@
 // One unary call to the live-patching service, the way every node command reaches it: the
 // endpoint and cluster CA from the node config (or nbc-cmd.sh), the attested token from IMDS
-// fetched while the connection is dialed, then the call with the token as "authorization"
-// metadata. check-hotfix (GetComponentConfig) and download-hotfix (ReportHotfixOutcome) both
-// call through here, so the transport, identity and order of work are one implementation.
+// fetched while the connection is dialed (straight to the apiserver: no proxy, as the reference
+// dials with grpc.WithNoProxy), then the call with the token as "authorization" metadata.
+// check-hotfix (GetComponentConfig) and download-hotfix (ReportHotfixOutcome) both call through
+// here, so the transport, identity and order of work are one implementation.
 #pragma once
 
 #include <string>
@@ -19,7 +20,12 @@ struct LpsEndpoint {
   std::string node_config_path;
   std::string nbc_cmd_path;
   std::string connect_to;  // "HOST:PORT" TCP override; SNI and :authority stay the apiserver's
-  std::string server_name = "aks-security-patch.data.mcr.microsoft.com";
+  // The name the service's certificate must carry. Empty (the default): the apiserver host the
+  // node dials, as the reference verifies since AgentBaker #9351 (the service presents a
+  // certificate for the apiserver FQDN; an IP literal host is checked against the IP SANs).
+  // --server-name sets it, e.g. to the name pinned before #9351,
+  // aks-security-patch.data.mcr.microsoft.com. Never a way to skip the check.
+  std::string server_name;
   std::string user_agent;
 };
 

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "common/file_util.h"
+#include "common/process.h"
 #include "common/text.h"
 #include "node/go_strings.h"
 
@@ -29,13 +30,6 @@ std::string StripDoubleQuotes(std::string_view s) {
   while (!s.empty() && s.front() == '"') s.remove_prefix(1);
   while (!s.empty() && s.back() == '"') s.remove_suffix(1);
   return std::string(s);
-}
-
-Status StatExists(const std::string& path, bool* exists) {
-  struct stat st {};
-  *exists = ::stat(path.c_str(), &st) == 0;
-  if (*exists || errno == ENOENT) return Status::Ok();
-  return Status::FromErrno("stat " + path, errno);
 }
 
 }  // namespace
@@ -66,17 +60,6 @@ StatusOr<PackageManager> DetectPackageManager(const std::string& os_release_path
     return Status::InvalidArgument("unsupported OS: " + id);
   }
   return Status::InvalidArgument("ID not found in " + os_release_path);
-}
-
-StatusOr<std::string> ResolveMicrosoftProdSources(const std::string& apt_sources_dir) {
-  const std::string list = apt_sources_dir + "/microsoft-prod.list";
-  const std::string sources = apt_sources_dir + "/microsoft-prod.sources";
-  for (const std::string& candidate : {list, sources}) {
-    bool exists = false;
-    if (Status st = StatExists(candidate, &exists); !st.ok()) return st;
-    if (exists) return candidate;
-  }
-  return Status::NotFound("neither " + list + " nor " + sources + " exists");
 }
 
 std::vector<Argv> InstallCommands(PackageManager pm, const std::string& version,

@@ -23,10 +23,6 @@ const char* PackageManagerName(PackageManager pm);
 // "ID not found in <path>", or the read error.
 StatusOr<PackageManager> DetectPackageManager(const std::string& os_release_path);
 
-// <dir>/microsoft-prod.list if it exists, else <dir>/microsoft-prod.sources, else the error
-// "neither <list> nor <sources> exists". A stat error other than ENOENT is an error.
-StatusOr<std::string> ResolveMicrosoftProdSources(const std::string& apt_sources_dir);
-
 // The commands that install `version`, in order, each to be retried on its own. apt-get:
 // dpkg --configure -a, apt-get update restricted to the sources file, apt-get install
 // aks-node-controller=<version>* (a literal glob for apt). dnf/tdnf: one install command.

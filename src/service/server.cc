@@ -211,7 +211,11 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   if (c.listen.empty()) return Status::InvalidArgument("--listen is required");
   if (c.components_dir.empty()) return Status::InvalidArgument("--components-dir is required");
 
-  auto tls = TlsServerContext::Load(c.tls_cert_path, c.tls_key_path);
+  if (!c.tls_cert_dir.empty() && (!c.tls_cert_path.empty() || !c.tls_key_path.empty())) {
+    return Status::InvalidArgument("give --tls-cert-dir or --tls-cert and --tls-key, not both");
+  }
+  auto tls = c.tls_cert_dir.empty() ? TlsServerContext::Load(c.tls_cert_path, c.tls_key_path)
+                                    : TlsServerContext::LoadFolder(c.tls_cert_dir, log);
   if (!tls.ok()) return tls.status();
   impl->tls = std::move(*tls);
   AuthenticatorFlags identity;
@@ -290,6 +294,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
        {"health_port", static_cast<int>(impl->health_port)},
        {"metrics_port", static_cast<int>(impl->metrics_port)},
        {"tls_subject", impl->tls->subject()},
+       {"tls_certificates", static_cast<int64_t>(impl->tls->certificates())},
+       {"tls_selects_by_server_name", impl->tls->selects_by_server_name()},
        {"components_dir", c.components_dir},
        {"store_loaded", impl->loaded.load()},
        {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},

@@ -9,10 +9,11 @@
 //   ... SIGHUP: (*server)->ReloadStore();  SIGTERM: (*server)->Drain();
 //
 // Lifecycle. Health is NOT_SERVING until the store holds a snapshot, and while the listener
-// cannot accept for lack of file descriptors. The TLS certificate and key are re-read when
-// their files change (checked every tls_refresh); new handshakes get the new pair, a broken
-// pair is ignored and the old one kept. Drain() turns health NOT_SERVING, closes the
-// listeners, sends GOAWAY, lets open calls finish within shutdown_grace and cuts off the rest.
+// cannot accept for lack of file descriptors. The TLS certificate and key (or the folder of
+// pairs) are re-read when their files change (checked every tls_refresh); new handshakes get
+// the new pairs, a broken pair is ignored and the old one kept. Drain() turns health
+// NOT_SERVING, closes the listeners, sends GOAWAY, lets open calls finish within
+// shutdown_grace and cuts off the rest.
 #pragma once
 
 #include <chrono>
@@ -31,8 +32,12 @@ struct ServerConfig {
   std::string version = "dev";
   std::string revision = "unknown";
   std::string listen;  // "ADDR:PORT"; port 0 picks one (see Server::port())
+  // One pair for every client (one cluster: its apiserver FQDN, issued by its CA), or
+  // tls_cert_dir: a folder of pairs, each handshake given the one for the server name it sent
+  // (many clusters; transport/tls_server_context.h). Exactly one of the two shapes.
   std::string tls_cert_path;
   std::string tls_key_path;
+  std::string tls_cert_dir;
   std::chrono::seconds tls_refresh{10};
   std::string components_dir;
   std::string attestation_roots_path;    // one of the two, unless insecure_accept_any_token

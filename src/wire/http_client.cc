@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/beast/http.hpp>
+#include <functional>
 #include <optional>
 #include <sstream>
 
@@ -16,7 +17,59 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kCancelPoll{50};  // how soon a cancelled read notices
 
-using Parser = http::response_parser<http::string_body>;
+// The response body as Beast parses it: kept in `text` (under the parser's body_limit), or,
+// when the caller gave a sink, a 200's body handed to it as it arrives and any other status's
+// read and dropped. The sink's error stops the parse.
+struct KeptOrStreamedBody {
+  struct value_type {
+    std::string text;
+    const std::function<Status(std::string_view)>* sink = nullptr;
+    Status sink_error;
+  };
+
+  // Beast builds the reader with the parser, before any header arrives: what the body is
+  // for is decided in init(), once the status is known.
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    explicit reader(http::header<isRequest, Fields>& header, value_type& body) : body_(body) {
+      if constexpr (!isRequest) status_ = [&header] { return header.result_int(); };
+    }
+    void init(const boost::optional<std::uint64_t>&, boost::beast::error_code& ec) {
+      stream_ = body_.sink != nullptr && *body_.sink;
+      ok_status_ = status_ && status_() == 200;
+      ec = {};
+    }
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, boost::beast::error_code& ec) {
+      ec = {};
+      size_t used = 0;
+      for (const auto b : boost::beast::buffers_range_ref(buffers)) {
+        std::string_view piece(static_cast<const char*>(b.data()), b.size());
+        if (!stream_) {
+          body_.text.append(piece);
+        } else if (ok_status_) {
+          if (Status sunk = (*body_.sink)(piece); !sunk.ok()) {
+            body_.sink_error = std::move(sunk);
+            ec = boost::system::errc::make_error_code(boost::system::errc::operation_canceled);
+            return used;
+          }
+        }
+        used += piece.size();
+      }
+      return used;
+    }
+    void finish(boost::beast::error_code& ec) { ec = {}; }
+
+   private:
+    std::function<unsigned()> status_;  // the response's status, read once the header is in
+    value_type& body_;
+    bool stream_ = false;
+    bool ok_status_ = false;
+  };
+};
+
+using Parser = http::response_parser<KeptOrStreamedBody>;
 
 // Bytes that may not appear in a request line or a field value unescaped: Go's url.Parse
 // refuses the control characters (net/url/url.go stringContainsCTLByte); a space would end
@@ -70,6 +123,7 @@ bool TripsBeastFinalChunkAssert(const Parser& parser, std::string_view given) {
 class ResponseReader {
  public:
   explicit ResponseReader(const HttpResponseOptions& options) : options_(options) {
+    parser_.get().body().sink = &options.body_sink;
     parser_.header_limit(options.max_header_bytes);
     parser_.body_limit(options.max_body_bytes);
     // Not eager: Boost 1.74's parser skips the Content-Length body_limit check when eager.
@@ -98,6 +152,7 @@ class ResponseReader {
 
 Status ResponseReader::FromBeast(boost::beast::error_code ec) const {
   if (!ec) return Status::Ok();
+  if (!parser_.get().body().sink_error.ok()) return parser_.get().body().sink_error;
   if (ec == http::error::body_limit) {
     return Status::InvalidArgument(options_.label + " response body exceeds " +
                                    std::to_string(options_.max_body_bytes) + " bytes");
@@ -190,7 +245,8 @@ HttpResponse ResponseReader::Release() {
   HttpResponse out;
   out.status = static_cast<int>(message.result_int());
   out.content_type = std::string(message[http::field::content_type]);
-  out.body = std::move(message.body());
+  out.location = std::string(message[http::field::location]);
+  out.body = std::move(message.body().text);
   return out;
 }
 
@@ -254,8 +310,15 @@ StatusOr<std::string> BuildGetRequest(const HttpUrl& url, const HttpRequestOptio
   }
 
   http::request<http::empty_body> req{http::verb::get, url.target, 11};
-  req.set(http::field::host,
-          url.port != 80 ? JoinHostPort(url.host, url.port) : BracketHost(url.host));
+  if (!options.host.empty()) {
+    if (HasCtlOrSpace(options.host)) {
+      return Status::InvalidArgument("request host holds a space or control character");
+    }
+    req.set(http::field::host, options.host);
+  } else {
+    req.set(http::field::host,
+            url.port != 80 ? JoinHostPort(url.host, url.port) : BracketHost(url.host));
+  }
   for (const HttpHeader& header : options.headers) req.insert(header.name, header.value);
   if (!options.accept.empty()) req.set(http::field::accept, options.accept);
   if (!options.user_agent.empty()) req.set(http::field::user_agent, options.user_agent);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,8 @@ namespace hotfix::wire {
 struct HttpUrl {
   std::string host;  // without brackets
   uint16_t port = 80;
-  std::string target;  // path and query; starts with '/'
+  // Path and query, starting with '/'; or, to a proxy, the absolute URL ("absolute-form").
+  std::string target;
 };
 
 // http://host[:port][/path][?query]: no https, no userinfo, no fragment, and no space or
@@ -44,6 +46,9 @@ struct HttpRequestOptions {
   // Sent right after Host, in this order, e.g. {"Metadata", "true"} for IMDS. Not Host,
   // Accept, User-Agent or Connection: those are set above or always.
   std::vector<HttpHeader> headers;
+  // The Host header's value when set (an https:// URL's authority, or the origin's through a
+  // proxy); otherwise the URL's host, with its port unless 80.
+  std::string host;
 };
 
 // "GET <target> HTTP/1.1" with Host (the port only when not 80), the extra headers, Accept,
@@ -68,12 +73,17 @@ struct HttpResponseOptions {
   std::chrono::milliseconds header_timeout{0};
   // When set and true, the read gives up within 50 ms ("<label> request cancelled").
   const std::atomic<bool>* cancelled = nullptr;
+  // When set, a 200's body is handed to it piece by piece as it arrives instead of being kept
+  // in HttpResponse::body (a package of hundreds of MiB is never held whole), still under
+  // max_body_bytes; another status's body is read and dropped. Its error ends the read.
+  std::function<Status(std::string_view)> body_sink;
 };
 
 struct HttpResponse {
   int status = 0;            // any code, 1xx to 5xx: not an error here
   std::string content_type;  // empty when absent
-  std::string body;          // de-chunked
+  std::string location;      // a redirect's Location; empty when absent
+  std::string body;          // de-chunked; empty when options.body_sink took it
 };
 
 // Reads one response from stream (a TCP connection in HttpGet; memory in tests and fuzzers)

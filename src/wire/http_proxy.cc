@@ -310,9 +310,19 @@ std::pair<std::string_view, std::string_view> GetEnvAny(const char* upper, const
 
 }  // namespace
 
-StatusOr<std::optional<ProxyConfig>> ProxyFromEnvironment(std::string_view dest_host,
+StatusOr<std::optional<ProxyConfig>> ProxyFromEnvironment(std::string_view scheme,
+                                                          std::string_view dest_host,
                                                           uint16_t dest_port) {
-  auto proxy = GetEnvAny("HTTPS_PROXY", "https_proxy");
+  std::pair<std::string_view, std::string_view> proxy;
+  if (scheme == "https") {
+    proxy = GetEnvAny("HTTPS_PROXY", "https_proxy");
+  } else if (std::getenv("REQUEST_METHOD") != nullptr) {
+    // Go's httpproxy: in a CGI process HTTP_PROXY may come from a request's "Proxy:" header
+    // (httpoxy), so only the lower-case name counts there.
+    proxy = GetEnvAny("http_proxy", "http_proxy");
+  } else {
+    proxy = GetEnvAny("HTTP_PROXY", "http_proxy");
+  }
   auto no_proxy = GetEnvAny("NO_PROXY", "no_proxy");
   return Select(proxy.first, proxy.second, no_proxy.second, dest_host, dest_port);
 }

@@ -1,7 +1,10 @@
-// Which HTTP CONNECT proxy, if any, a TLS connection goes through. Mirrors Go's
-// golang.org/x/net/http/httpproxy (what grpc-go, and so the reference, use): HTTPS_PROXY or
-// https_proxy names the proxy; NO_PROXY or no_proxy lists hosts, domains (".example.com" or
-// "example.com" both match subdomains), IP addresses, CIDR blocks and "*" that bypass it.
+// Which HTTP proxy, if any, a request goes through. Mirrors Go's golang.org/x/net/http/httpproxy
+// (net/http's ProxyFromEnvironment, which the reference's repository downloads use): HTTPS_PROXY
+// or https_proxy names the proxy of https:// requests (a CONNECT tunnel), HTTP_PROXY or
+// http_proxy that of http:// ones (HTTP_PROXY is ignored in a CGI process, REQUEST_METHOD set);
+// NO_PROXY or no_proxy lists hosts, domains (".example.com" or "example.com" both match
+// subdomains), IP addresses, CIDR blocks and "*" that bypass it; localhost and loopback
+// addresses never use one. Only http:// proxies are supported.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +23,11 @@ struct ProxyConfig {
   std::string proxy_authorization;
 };
 
-// Looks up the proxy for dest_host:dest_port in the environment. nullopt: connect directly.
-// An unparseable HTTPS_PROXY is an error naming the variable (the value may hold a password,
-// so it is not echoed).
-StatusOr<std::optional<ProxyConfig>> ProxyFromEnvironment(std::string_view dest_host,
+// Looks up the proxy for a `scheme` ("http" or "https") request to dest_host:dest_port in the
+// environment. nullopt: connect directly. An unparseable or unsupported proxy URL is an error
+// naming the variable (the value may hold a password, so it is not echoed).
+StatusOr<std::optional<ProxyConfig>> ProxyFromEnvironment(std::string_view scheme,
+                                                          std::string_view dest_host,
                                                           uint16_t dest_port);
 
 // The same decision with explicit values, for tests.

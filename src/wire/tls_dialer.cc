@@ -34,7 +34,12 @@ constexpr size_t kMaxEchoedBytes = 200;
 Status ValidateOptions(const TlsDialOptions& o) {
   if (o.host.empty()) return Status::InvalidArgument("no host to dial");
   if (o.verify_name.empty()) return Status::InvalidArgument("no server name to verify");
-  if (o.required_alpn.empty()) return Status::InvalidArgument("no required ALPN protocol");
+  if (o.required_alpn.empty() != o.alpn.empty()) {
+    return Status::InvalidArgument("a required ALPN protocol goes with an offered list");
+  }
+  if (o.system_trust_store && (!o.ca_pem.empty() || o.trust_anchors)) {
+    return Status::InvalidArgument("the system trust store or a CA, not both");
+  }
   for (const std::string& proto : o.alpn) {
     if (proto.empty() || proto.size() > 255) {
       return Status::InvalidArgument("ALPN protocol names must be 1 to 255 bytes");
@@ -67,7 +72,12 @@ StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, const TrustAnchors& anc
   // 1.2 server asking for one gets a no_renegotiation alert instead of more handshakes.
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION);
 
-  X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());  // empty: no system roots
+  if (o.system_trust_store) {
+    if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
+      return Status::Internal("loading the system trust store: " + ossl::DrainErrors());
+    }
+  }
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx.get());  // else empty: no system roots
   for (const X509Ptr& cert : anchors) {
     if (X509_STORE_add_cert(store, cert.get()) != 1) {
       return Status::Internal("adding the cluster CA: " + ossl::DrainErrors());
@@ -78,8 +88,13 @@ StatusOr<SslCtxPtr> MakeContext(const TlsDialOptions& o, const TrustAnchors& anc
   // Go checks only the SAN, never the CN, and allows only whole-label wildcards.
   X509_VERIFY_PARAM_set_hostflags(
       param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
-  if (X509_VERIFY_PARAM_set1_host(param, o.verify_name.data(), o.verify_name.size()) != 1 ||
-      X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER) != 1) {
+  // An IP literal is matched against the IP SANs, a name against the DNS SANs: Go's
+  // VerifyHostname, which the reference's standard verification uses since AgentBaker #9351.
+  const bool by_ip = IsIpLiteral(o.verify_name);
+  const int named =
+      by_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, o.verify_name.c_str())
+            : X509_VERIFY_PARAM_set1_host(param, o.verify_name.data(), o.verify_name.size());
+  if (named != 1 || X509_VERIFY_PARAM_set_purpose(param, X509_PURPOSE_SSL_SERVER) != 1) {
     return Status::Internal("configuring certificate verification: " + ossl::DrainErrors());
   }
   std::string alpn = AlpnWireList(o.alpn);
@@ -306,7 +321,7 @@ StatusOr<std::unique_ptr<TlsStream>> Handshake(UniqueFd fd, SSL_CTX* ctx, const 
   unsigned selected_len = 0;
   SSL_get0_alpn_selected(ssl.get(), &selected, &selected_len);
   std::string alpn(reinterpret_cast<const char*>(selected), selected_len);
-  if (alpn != o.required_alpn) {
+  if (!o.required_alpn.empty() && alpn != o.required_alpn) {
     return Status::Unavailable("server selected ALPN " +
                                (alpn.empty() ? "none" : EscapeForMessage(alpn, kMaxEchoedBytes)) +
                                ", need " + o.required_alpn);
@@ -336,6 +351,7 @@ StatusOr<std::unique_ptr<TlsStream>> DialTls(const TlsDialOptions& options, Dead
   // OpenSSL 3 spends milliseconds fetching algorithms for a process's first context: build it
   // while the name resolves and the TCP connection opens. (The future joins on every return.)
   auto ctx_future = std::async(std::launch::async, [&options]() -> StatusOr<SslCtxPtr> {
+    if (options.system_trust_store) return MakeContext(options, TrustAnchors());
     if (options.trust_anchors) return MakeContext(options, *options.trust_anchors);
     StatusOr<TrustAnchors> anchors = ParseTrustAnchors(options.ca_pem);
     if (!anchors.ok()) return anchors.status();

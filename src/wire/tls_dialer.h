@@ -1,6 +1,8 @@
 // DialTls: resolve, connect (directly or through an HTTP CONNECT proxy) and complete a TLS
-// handshake, all under one deadline. Verification cannot be turned off: a CA and a name to
-// verify are required, and only that CA is trusted (never the system roots).
+// handshake, all under one deadline. Verification cannot be turned off: a name to verify is
+// required, and so are trust anchors: the caller's CA and nothing else (the service: the
+// cluster CA, never the system roots), or, asked for by name, the system's trust store (a
+// public package repository).
 #pragma once
 
 #include <atomic>
@@ -34,15 +36,22 @@ struct TlsDialOptions {
   std::optional<ProxyConfig> proxy;
   // Server Name Indication; not sent when empty or an IP literal.
   std::string sni;
-  // Offered in this order, e.g. {"aks-live-patching", "h2"}.
+  // Offered in this order, e.g. {"aks-live-patching", "h2"}; none when empty.
   std::vector<std::string> alpn;
-  // The handshake fails unless the server selected exactly this protocol.
+  // The handshake fails unless the server selected exactly this protocol. Empty only when
+  // nothing is offered (HTTP/1.1 to a repository).
   std::string required_alpn = "h2";
-  // The DNS name the server certificate must carry (SAN; no partial wildcards). Required.
+  // The name the server certificate must carry: a DNS name in a DNS SAN (no partial
+  // wildcards, CN never used), or an IP literal in an IP SAN. Required: there is no way to
+  // dial without a name check.
   std::string verify_name;
   // PEM trust anchors; every CERTIFICATE block is trusted, nothing else. Required unless
-  // trust_anchors is set.
+  // trust_anchors or system_trust_store is set.
   std::string ca_pem;
+  // Trust what the system trusts (OpenSSL's default verify paths, which SSL_CERT_FILE and
+  // SSL_CERT_DIR may point elsewhere, as they do for Go) instead of ca_pem: for public
+  // package repositories, as the reference's Go HTTP client does. Never for the service.
+  bool system_trust_store = false;
   // The same anchors already parsed by ParseTrustAnchors, for a caller that must know the CA
   // is usable before it starts other work (check-hotfix, before it asks IMDS): used instead
   // of ca_pem when set, so the bundle is parsed once.

@@ -64,6 +64,21 @@ TEST(ParsePemCertificatesTest, NoCertificateIsInvalidArgument) {
   }
 }
 
+// The same vector given in pieces, and FIPS 180-2's two-block one split across the block edge.
+TEST(Sha256Test, StreamedInPiecesGivesTheSameDigest) {
+  Sha256Stream abc;
+  abc.Update("a");
+  abc.Update("");
+  abc.Update("bc");
+  EXPECT_EQ(abc.FinishHex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const std::string two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  Sha256Stream split;
+  split.Update(two_blocks.substr(0, 31));
+  split.Update(two_blocks.substr(31));
+  EXPECT_EQ(split.FinishHex(), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(split.FinishHex(), "") << "a finished stream has no second digest";
+}
+
 // FIPS 180-2's "abc" vector, both ways, and the digest a caller fetched once.
 TEST(Sha256Test, TheStandardVector) {
   constexpr char kAbc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";

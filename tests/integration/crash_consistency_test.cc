@@ -299,7 +299,6 @@ class Scenario {
 // ---------------------------------------------------------------------------------------------
 // check-hotfix through the real stack.
 
-constexpr char kFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
 constexpr char kServedMap[] =
     R"({"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}})";
 constexpr char kOldPointer[] =
@@ -311,7 +310,7 @@ class CheckHotfixScenario : public Scenario {
  public:
   CheckHotfixScenario() {
     stack_.lps.SetConfig(kServedMap);
-    dir_.Write("config.json", NodeConfigJson(kFqdn, ca_.cert_pem()).dump());
+    dir_.Write("config.json", NodeConfigJson(kApiserverFqdn, ca_.cert_pem()).dump());
     fs::create_directories(dir_.File("opt"));
     // boothook writes the pointer 0600 and a rewrite keeps its bits.
     targets_ = {
@@ -354,7 +353,7 @@ class CheckHotfixScenario : public Scenario {
 
  private:
   TestCa ca_ = TestCa::Create("test-cluster-ca");
-  ProxiedLps stack_{ca_, kFqdn};
+  ProxiedLps stack_{ca_, kApiserverFqdn};
   ImdsStandin imds_;
   TempDir dir_{"crash-check-hotfix"};
 };

@@ -324,6 +324,50 @@ TEST(DeployConfigTest, TheKustomizeBaseRendersEveryObjectOnceInKubeSystem) {
   EXPECT_EQ(At(base.One("NetworkPolicy"), {"apiVersion"}), "networking.k8s.io/v1");
 }
 
+// One service for many clusters (docs/OPERATIONS.md, "Many clusters, one service"): the
+// example overlay renders on the base, passes --tls-cert-dir instead of the one pair, and
+// mounts each cluster's TLS Secret at <dir>/<name>/tls.crt and tls.key, the layout the
+// service reads (service/transport/certificate_folder.h).
+TEST(DeployConfigTest, TheManyClustersOverlayMountsOneSecretPerClusterAsAFolderOfPairs) {
+  Rendered overlay = Render(std::filesystem::path(SourceDir()) / "deploy/overlays/many-clusters");
+  json container = overlay.Container();
+  std::set<std::string> known = FlagsInHelp();
+  for (const json& arg : At(container, {"args"})) {
+    std::smatch m;
+    std::string a = arg.get<std::string>();
+    if (!std::regex_match(a, m, std::regex(R"((--[a-z][a-z-]+)(=.*)?)"))) continue;
+    EXPECT_TRUE(known.count(m[1])) << a;
+    EXPECT_NE(m[1], "--tls-cert") << "the folder replaces the pair";
+    EXPECT_NE(m[1], "--tls-key");
+  }
+  const std::string dir = overlay.Flag("--tls-cert-dir");
+  EXPECT_EQ(dir, "/etc/live-patching/tls");
+  std::string mounted;
+  for (const json& m : At(container, {"volumeMounts"})) {
+    if (At(m, {"name"}) == "tls") mounted = At(m, {"mountPath"}).get<std::string>();
+  }
+  EXPECT_EQ(mounted, dir);
+  json projected;
+  for (const json& v : At(overlay.Deployment(), {"spec", "template", "spec", "volumes"})) {
+    if (At(v, {"name"}) == "tls") projected = At(v, {"projected"});
+  }
+  ASSERT_TRUE(projected.is_object()) << "the tls volume is a projected volume";
+  const json& sources = At(projected, {"sources"});
+  ASSERT_GE(sources.size(), 2u);
+  for (const json& source : sources) {
+    const json& items = At(source, {"secret", "items"});
+    ASSERT_EQ(items.size(), 2u) << source.dump();
+    std::map<std::string, std::string> paths;  // key -> path
+    for (const json& item : items) {
+      paths[At(item, {"key"}).get<std::string>()] = At(item, {"path"}).get<std::string>();
+    }
+    const std::string name = paths["tls.crt"].substr(0, paths["tls.crt"].find('/'));
+    EXPECT_FALSE(name.empty());
+    EXPECT_EQ(paths["tls.crt"], name + "/tls.crt");
+    EXPECT_EQ(paths["tls.key"], name + "/tls.key");
+  }
+}
+
 TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort) {
   Rendered base = RenderBase();
   json deployment = base.Deployment();

@@ -405,7 +405,6 @@ TEST_F(DownloadHotfixE2eTest, CommandLineErrors) {
 //        |                                       FakeLpsServer (ReportHotfixOutcome)
 //        `--HTTP--> ImdsStandin
 
-constexpr char kFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
 constexpr auto kReportBudget = 3s;
 constexpr auto kSlack = 1500ms;  // process exit, ASan, a loaded machine
 
@@ -413,7 +412,7 @@ class DownloadHotfixReportE2eTest : public DownloadHotfixE2eTest {
  protected:
   DownloadHotfixReportE2eTest() {
     node_.Write("opt/aks-node-controller-config.json",
-                NodeConfigJson(kFqdn, ca_.cert_pem()).dump());
+                NodeConfigJson(kApiserverFqdn, ca_.cert_pem()).dump());
     report_args_ = {"--imds-url", imds_.document_url(), "--connect-to",
                     LoopbackAddress(stack_.proxy.frontend_port())};
     Pointer(R"({"hotfixes":{"202604.01":"202604.01.1"}})");
@@ -447,7 +446,7 @@ class DownloadHotfixReportE2eTest : public DownloadHotfixE2eTest {
   std::string Marker() const { return node_.Read("opt/aks-node-controller-hotfix-report.json"); }
 
   TestCa ca_ = TestCa::Create("test-cluster-ca");
-  ProxiedLps stack_{ca_, kFqdn};
+  ProxiedLps stack_{ca_, kApiserverFqdn};
   ImdsStandin imds_;
 };
 
@@ -469,13 +468,13 @@ TEST_F(DownloadHotfixReportE2eTest, AnInstallReportsInstalledThroughTheAlpnRoute
   ASSERT_EQ(served.size(), 1u);
   EXPECT_EQ(report.call.Authorization(), served[0]);
   EXPECT_EQ(imds_.requests().at(0).Header("Metadata"), "true");
-  EXPECT_EQ(report.call.authority, kFqdn);
+  EXPECT_EQ(report.call.authority, kApiserverFqdn);
   EXPECT_THAT(report.call.UserAgent(), HasSubstr("hotfix-agent/"));
   ASSERT_TRUE(report.call.deadline_remaining.has_value()) << "no grpc-timeout sent";
   EXPECT_LE(report.call.deadline_remaining->count(), 3000);
   ASSERT_EQ(stack_.tap.connection_count(), 1u);
   TappedConnection seen = stack_.tap.connections().at(0);
-  EXPECT_EQ(seen.hello.sni, kFqdn);
+  EXPECT_EQ(seen.hello.sni, kApiserverFqdn);
   EXPECT_THAT(seen.hello.alpn, ElementsAre("aks-live-patching", "h2"));
   EXPECT_EQ(stack_.lps.call_count(), 0u);  // no GetComponentConfig
   EXPECT_EQ(stack_.apiserver.accepted_count(), 0u);

@@ -35,7 +35,7 @@ struct CallResult {
 CallResult CallLps(const std::string& address, const std::string& ca_pem,
                    const std::string& component,
                    std::chrono::milliseconds deadline = std::chrono::seconds(10),
-                   const std::string& verify_name = kLpsServerName) {
+                   const std::string& verify_name = kApiserverFqdn) {
   grpc::SslCredentialsOptions tls;
   tls.pem_root_certs = ca_pem;
   grpc::ChannelArguments args;
@@ -56,7 +56,7 @@ class FakeLpsServerTest : public ::testing::Test {
  protected:
   explicit FakeLpsServerTest(bool register_service = true) {
     FakeLpsServerOptions options;
-    options.cert = IssueLocalServerCert(ca_, {kLpsServerName});
+    options.cert = IssueLocalServerCert(ca_, {kApiserverFqdn});
     options.register_service = register_service;
     server_ = std::make_unique<FakeLpsServer>(std::move(options));
   }
@@ -82,7 +82,7 @@ TEST_F(FakeLpsServerTest, ServesConfigAndRecordsTheCall) {
   EXPECT_EQ(call.Authorization(), "attested-signature-abc");
   EXPECT_EQ(call.Count("authorization"), 1u);
   EXPECT_THAT(call.UserAgent(), HasSubstr("grpc-c++"));
-  EXPECT_EQ(call.authority, kLpsServerName);  // what the override puts in :authority
+  EXPECT_EQ(call.authority, kApiserverFqdn);  // what the override puts in :authority
   EXPECT_THAT(call.peer, StartsWith("ipv4:127.0.0.1:"));
   EXPECT_EQ(call.transport_security_type, "ssl");
   ASSERT_TRUE(call.deadline_remaining.has_value());
@@ -173,7 +173,7 @@ TEST_F(UnregisteredLpsTest, EveryCallIsUnimplemented) {
 TEST(FakeLpsServerCapTest, KeepsOnlyTheNewestCalls) {
   TestCa ca = TestCa::Create("test-cluster-ca");
   FakeLpsServerOptions options;
-  options.cert = IssueLocalServerCert(ca, {kLpsServerName});
+  options.cert = IssueLocalServerCert(ca, {kApiserverFqdn});
   options.max_recorded_calls = 2;
   int observed = 0;
   options.on_call = [&observed](const LpsCall&) { ++observed; };  // calls are sequential here
@@ -191,7 +191,7 @@ TEST(FakeLpsServerCapTest, KeepsOnlyTheNewestCalls) {
 TEST(FakeLpsServerCertTest, ExpiredCertificateFailsTheHandshake) {
   TestCa ca = TestCa::Create("test-cluster-ca");
   LeafOptions leaf;
-  leaf.dns_names = {kLpsServerName};
+  leaf.dns_names = {kApiserverFqdn};
   leaf.ip_addresses = {"127.0.0.1"};
   leaf.not_before = -std::chrono::hours(48);
   leaf.not_after = -std::chrono::hours(1);
@@ -224,7 +224,7 @@ std::string WaitForListeningLine(Subprocess& process, const std::string& prefix)
 class LpsDevServerTest : public ::testing::Test {
  protected:
   std::unique_ptr<Subprocess> Start(std::vector<std::string> extra_args) {
-    PemPaths pem = WritePemFiles(dir_.path(), "lps", IssueLocalServerCert(ca_, {kLpsServerName}));
+    PemPaths pem = WritePemFiles(dir_.path(), "lps", IssueLocalServerCert(ca_, {kApiserverFqdn}));
     std::string config = dir_.Write("config.json", R"({"hotfixes":{"202604.01":"202604.01.3"}})");
     SpawnOptions spawn;
     spawn.argv = {BinDir() + "/lps-dev-server",

@@ -51,7 +51,6 @@ using ::testing::HasSubstr;
 using Json = nlohmann::json;
 using std::chrono::milliseconds;
 
-constexpr char kFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
 constexpr char kServedMap[] =
     R"({"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}})";
 // Every case starts from this pointer; benign answers and failures must leave it as is.
@@ -114,7 +113,8 @@ class Rig {
 
   // ---- Inputs ----
   // The AKSNodeConfig JSON; `extra` is spliced in as further top-level members.
-  void WriteNodeConfig(const std::string& extra = "", const std::string& api_server = kFqdn,
+  void WriteNodeConfig(const std::string& extra = "",
+                       const std::string& api_server = kApiserverFqdn,
                        const std::optional<std::string>& ca_field = std::nullopt) {
     Json config = NodeConfigJson(api_server, ca.cert_pem());
     if (ca_field) config["kubernetes_ca_cert"] = *ca_field;
@@ -127,13 +127,13 @@ class Rig {
   void WithColdStartMap() { WriteNodeConfig(kColdStartField); }
   void WriteNbcCmd(const std::string& ca_assignment) {
     Write(NbcCmdPath(), std::string("PROVISION_OUTPUT=\"/var/log/azure/cluster-provision.log\"; ") +
-                            "API_SERVER_NAME=" + kFqdn + " " + ca_assignment +
+                            "API_SERVER_NAME=" + kApiserverFqdn + " " + ca_assignment +
                             " /usr/bin/nohup /bin/bash -c \"/bin/bash /opt/azure/containers/"
                             "provision_start.sh\"");
   }
 
   // ---- What sits behind the ALPN route (the default: the libgrpc++ FakeLpsServer) ----
-  CertAndKey ServiceCert() const { return IssueLocalServerCert(ca, {kLpsServerName}); }
+  CertAndKey ServiceCert() const { return IssueLocalServerCert(ca, {kApiserverFqdn}); }
   FakeLpsServer& Lps(std::optional<CertAndKey> cert = std::nullopt) {
     if (!lps) {
       FakeLpsServerOptions options;
@@ -187,7 +187,7 @@ class Rig {
   // ---- Running ----
   void Start() {
     if (service_port_ == 0) Lps();
-    apiserver = std::make_unique<TlsPeer>(SilentApiserverOptions(ca, kFqdn));
+    apiserver = std::make_unique<TlsPeer>(SilentApiserverOptions(ca, kApiserverFqdn));
     proxy = std::make_unique<Haproxy>(AlpnRouteOptions(service_port_, apiserver->port()));
   }
 
@@ -380,16 +380,16 @@ std::vector<Fault> Faults() {
        [](Rig& r, const AgentRun&) {
          EXPECT_EQ(r.other_imds->request_count(), 0u) << "the redirect was followed";
        }},
-      {"ImdsProxyVariablesIgnored",
+      // Neither IMDS nor the service dial ever uses a proxy (the reference dials the service
+      // with grpc.WithNoProxy): a proxy that accepts and never answers would hold the run.
+      {"ProxyVariablesIgnored",
        [](Rig& r) {
          TlsPeerOptions silent;
          silent.mode = TlsPeerMode::kAcceptOnly;
          r.bystander = std::make_unique<TlsPeer>(std::move(silent));
          std::string proxy = "http://127.0.0.1:" + std::to_string(r.bystander->port());
-         r.env = {{"HTTP_PROXY", proxy},
-                  {"http_proxy", proxy},
-                  {"ALL_PROXY", proxy},
-                  {"all_proxy", proxy}};
+         r.env = {{"HTTP_PROXY", proxy},  {"http_proxy", proxy}, {"HTTPS_PROXY", proxy},
+                  {"https_proxy", proxy}, {"ALL_PROXY", proxy},  {"all_proxy", proxy}};
        },
        "lpsRead", "staged hotfix pointer for download-hotfix", P::kNew, 1, NoProxyContacted},
 
@@ -440,13 +440,13 @@ std::vector<Fault> Faults() {
        },
        "failed", "node config has no api_server_config.api_server_name", P::kOld},
       {"NodeConfigCaNotBase64",
-       [](Rig& r) { r.WriteNodeConfig("", kFqdn, std::string("not base64 at all!")); }, "failed",
-       "decoding node config kubernetes_ca_cert", P::kOld},
+       [](Rig& r) { r.WriteNodeConfig("", kApiserverFqdn, std::string("not base64 at all!")); },
+       "failed", "decoding node config kubernetes_ca_cert", P::kOld},
       {"NodeConfigCaNotPem",
-       [](Rig& r) { r.WriteNodeConfig("", kFqdn, EncodeStdBase64("this is not PEM")); }, "failed",
-       "failed to parse cluster CA PEM", P::kOld},
-      {"NodeConfigNoCa", [](Rig& r) { r.WriteNodeConfig("", kFqdn, std::string()); }, "failed",
-       "cluster CA unavailable", P::kOld},
+       [](Rig& r) { r.WriteNodeConfig("", kApiserverFqdn, EncodeStdBase64("this is not PEM")); },
+       "failed", "failed to parse cluster CA PEM", P::kOld},
+      {"NodeConfigNoCa", [](Rig& r) { r.WriteNodeConfig("", kApiserverFqdn, std::string()); },
+       "failed", "cluster CA unavailable", P::kOld},
 
       // ---- Network ----
       {"UnresolvableApiserverName",
@@ -479,27 +479,6 @@ std::vector<Fault> Faults() {
          r.connect_to = LoopbackAddress(r.raw->port());
        },
        "failed", "Connection reset by peer", P::kOld},
-      {"HttpsProxyRefusesConnect",
-       [](Rig& r) {
-         // tinyproxy allows CONNECT to port 443 only: our tunnel is refused with 403.
-         uint16_t port = PickFreePort();
-         r.dir.Write("tinyproxy.conf", "Port " + std::to_string(port) +
-                                           "\nListen 127.0.0.1\nTimeout 30\nAllow 127.0.0.1\n"
-                                           "ConnectPort 443\nLogLevel Connect\nMaxClients 10\n");
-         SpawnOptions spawn;
-         spawn.argv = {"tinyproxy", "-d", "-c", r.dir.File("tinyproxy.conf").string()};
-         r.helper = std::make_unique<Subprocess>(std::move(spawn));
-         if (!WaitUntilListening(port, std::chrono::seconds(10))) {
-           throw std::runtime_error("tinyproxy did not listen");
-         }
-         r.env = {{"HTTPS_PROXY", "http://127.0.0.1:" + std::to_string(port)}};
-       },
-       "failed", "proxy answered", P::kOld},
-      {"HttpsProxyDown",
-       [](Rig& r) {
-         r.env = {{"HTTPS_PROXY", "http://127.0.0.1:" + std::to_string(PickFreePort())}};
-       },
-       "failed", "Connection refused", P::kOld},
 
       {"PeerCompletesTlsThenStaysSilent",
        [](Rig& r) {
@@ -524,14 +503,14 @@ std::vector<Fault> Faults() {
       {"UntrustedCa",
        [](Rig& r) {
          TestCa other = TestCa::Create("some-other-ca");
-         r.WriteNodeConfig("", kFqdn, EncodeStdBase64(other.cert_pem()));
+         r.WriteNodeConfig("", kApiserverFqdn, EncodeStdBase64(other.cert_pem()));
        },
        "failed", "unable to get local issuer certificate", P::kOld},
       {"ExpiredCertificate",
        [](Rig& r) {
          LeafOptions leaf;
-         leaf.common_name = kLpsServerName;
-         leaf.dns_names = {kLpsServerName};
+         leaf.common_name = kApiserverFqdn;
+         leaf.dns_names = {kApiserverFqdn};
          leaf.not_before = -std::chrono::hours(48);
          leaf.not_after = -std::chrono::hours(1);
          r.Lps(r.ca.IssueLeaf(leaf));
@@ -540,8 +519,8 @@ std::vector<Fault> Faults() {
       {"CertificateNotYetValid",
        [](Rig& r) {
          LeafOptions leaf;
-         leaf.common_name = kLpsServerName;
-         leaf.dns_names = {kLpsServerName};
+         leaf.common_name = kApiserverFqdn;
+         leaf.dns_names = {kApiserverFqdn};
          leaf.not_before = std::chrono::hours(1);
          leaf.not_after = std::chrono::hours(48);
          r.Lps(r.ca.IssueLeaf(leaf));
@@ -553,8 +532,8 @@ std::vector<Fault> Faults() {
       {"ClientAuthOnlyCertificate",
        [](Rig& r) {
          LeafOptions leaf;
-         leaf.common_name = kLpsServerName;
-         leaf.dns_names = {kLpsServerName};
+         leaf.common_name = kApiserverFqdn;
+         leaf.dns_names = {kApiserverFqdn};
          leaf.usage = KeyUsage::kClientAuth;
          r.Lps(r.ca.IssueLeaf(leaf));
        },

@@ -79,7 +79,7 @@ class NodeConnection {
     SSL_CTX_set_verify(c->ctx_, SSL_VERIFY_PEER, nullptr);
     c->ssl_ = SSL_new(c->ctx_);
     SSL_set_tlsext_host_name(c->ssl_, kApiserverFqdn);
-    SSL_set1_host(c->ssl_, kLpsServerName);
+    SSL_set1_host(c->ssl_, kApiserverFqdn);
     SSL_set_fd(c->ssl_, c->fd_);
     if (SSL_connect(c->ssl_) != 1) {
       *error = "TLS from " + source + " failed: " + std::to_string(ERR_get_error());
@@ -241,7 +241,7 @@ TEST_P(ProxyProtocolTest, AConnectionWithoutTheHeaderIsRefused) {
   Start({"--proxy-protocol"});
   TlsClientOptions direct;
   direct.port = lps_->port();
-  direct.sni = kLpsServerName;
+  direct.sni = kApiserverFqdn;
   direct.alpn = {"aks-live-patching", "h2"};
   TlsClientResult r = TlsHandshake(direct);
   EXPECT_TRUE(r.tcp_connected);

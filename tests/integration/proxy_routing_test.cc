@@ -61,7 +61,7 @@ class RoutingFixture : public ::testing::Test {
   }
 
   // A TLS client through the proxy that checks the certificate of the backend it expects:
-  // kLpsServerName for the service (what the node agent pins), the FQDN for the apiserver.
+  // kApiserverFqdn for the service (what the node agent pins), the FQDN for the apiserver.
   // SNI is the apiserver FQDN unless a test says otherwise, as the node agent sends it.
   TlsClientResult Connect(std::vector<std::string> alpn, const std::string& expected_name,
                           std::string sni = kApiserverFqdn) {
@@ -93,10 +93,10 @@ INSTANTIATE_TEST_SUITE_P(Proxies, RoutingTest, ::testing::Values(Proxy::kHaproxy
                          [](const auto& param_info) { return ProxyName(param_info.param); });
 
 TEST_P(RoutingTest, LivePatchingAlpnReachesTheService) {
-  TlsClientResult r = Connect({"aks-live-patching", "h2"}, kLpsServerName);
+  TlsClientResult r = Connect({"aks-live-patching", "h2"}, kApiserverFqdn);
   ASSERT_TRUE(r.handshake_ok) << r.error;
   // The gRPC server terminated this TLS session: its certificate, its ALPN choice.
-  EXPECT_EQ(r.peer_common_name, kLpsServerName);
+  EXPECT_EQ(r.peer_common_name, kApiserverFqdn);
   EXPECT_EQ(r.selected_alpn, "h2");
   ASSERT_EQ(backends_.tap.connection_count(), 1u);
   TappedConnection seen = backends_.tap.connections()[0];
@@ -112,7 +112,7 @@ TEST_P(RoutingTest, LivePatchingAnywhereInTheListRoutes) {
   for (std::vector<std::string> offer : {std::vector<std::string>{"h2", "aks-live-patching"},
                                          {"http/1.1", "aks-live-patching", "h2"},
                                          {"aks-live-patching"}}) {
-    TlsClientResult r = Connect(offer, kLpsServerName);
+    TlsClientResult r = Connect(offer, kApiserverFqdn);
     EXPECT_TRUE(r.handshake_ok) << r.error;
   }
   EXPECT_EQ(backends_.tap.connection_count(), 3u);
@@ -121,14 +121,14 @@ TEST_P(RoutingTest, LivePatchingAnywhereInTheListRoutes) {
 
 TEST_P(RoutingTest, RoutingIgnoresSni) {
   // No SNI (a client dialling an IP literal) and the legacy LPS name both route on ALPN only.
-  TlsClientResult no_sni = Connect({"aks-live-patching", "h2"}, kLpsServerName, "");
+  TlsClientResult no_sni = Connect({"aks-live-patching", "h2"}, kApiserverFqdn, "");
   EXPECT_TRUE(no_sni.handshake_ok) << no_sni.error;
-  TlsClientResult legacy = Connect({"h2"}, kApiserverFqdn, kLpsServerName);
+  TlsClientResult legacy = Connect({"h2"}, kApiserverFqdn, kApiserverFqdn);
   EXPECT_TRUE(legacy.handshake_ok) << legacy.error;
   ASSERT_EQ(backends_.tap.connection_count(), 1u);
   EXPECT_EQ(backends_.tap.connections()[0].hello.sni, "");
   ASSERT_TRUE(backends_.apiserver.WaitForConnections(1, kGenerous));
-  EXPECT_EQ(backends_.apiserver.connections()[0].sni, kLpsServerName);
+  EXPECT_EQ(backends_.apiserver.connections()[0].sni, kApiserverFqdn);
 }
 
 TEST_P(RoutingTest, NonTlsGoesToTheApiserver) {
@@ -167,7 +167,7 @@ TEST_P(RoutingTest, StockGrpcClientIsRoutedToTheApiserver) {
 }
 
 TEST_P(RoutingTest, LogNamesTheChosenBackendAndSni) {
-  ASSERT_TRUE(Connect({"aks-live-patching", "h2"}, kLpsServerName).handshake_ok);
+  ASSERT_TRUE(Connect({"aks-live-patching", "h2"}, kApiserverFqdn).handshake_ok);
   ASSERT_TRUE(Connect({"h2"}, kApiserverFqdn).handshake_ok);
   // HAProxy: "live_patching/lps", "apiserver/apiserver"; nginx: " live_patching ",
   // " apiserver_hop " (the hop that would take a PROXY header off the apiserver's route).

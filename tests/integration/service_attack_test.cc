@@ -198,7 +198,7 @@ std::string ClientHelloBytes() {
   BIO* in = BIO_new(BIO_s_mem());
   BIO* out = BIO_new(BIO_s_mem());
   SSL_set_bio(ssl, in, out);
-  SSL_set_tlsext_host_name(ssl, kLpsServerName);
+  SSL_set_tlsext_host_name(ssl, kApiserverFqdn);
   SSL_connect(ssl);  // wants to read the ServerHello; the ClientHello is in `out`
   char* data = nullptr;
   long n = BIO_get_mem_data(out, &data);
@@ -227,7 +227,7 @@ class H2Conn {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     std::unique_ptr<H2Conn> c(new H2Conn(fd, ctl, respond));
-    SSL_set_tlsext_host_name(c->ssl_, kLpsServerName);
+    SSL_set_tlsext_host_name(c->ssl_, kApiserverFqdn);
     for (;;) {
       int r = SSL_connect(c->ssl_);
       if (r == 1) break;
@@ -461,7 +461,7 @@ void OnEachConnection(AttackCtl& ctl, bool respond, const std::function<void(H2C
 }
 
 std::string RequestBlock(const h2::HeaderFields& extra = {}) {
-  return h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, kLpsServerName, extra));
+  return h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, kApiserverFqdn, extra));
 }
 
 // ---- The attacks -------------------------------------------------------------------------
@@ -878,7 +878,7 @@ GrpcReply NodeCall(const ServiceFiles& files, uint16_t port, const std::string& 
   grpc::SslCredentialsOptions tls;
   tls.pem_root_certs = files.tls_ca().cert_pem();
   grpc::ChannelArguments args;
-  args.SetSslTargetNameOverride(kLpsServerName);
+  args.SetSslTargetNameOverride(kApiserverFqdn);
   // gRPC shares a connection between channels with equal arguments; a node has its own.
   args.SetInt("lp.test.node", ++channels);
   auto channel = grpc::CreateCustomChannel(LoopbackAddress(port), grpc::SslCredentials(tls), args);

@@ -96,7 +96,7 @@ bool TlsThenBytesAreClosed(uint16_t port, const std::string& after, std::string*
   SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof kAlpn);
   SSL* ssl = SSL_new(ctx);
   SSL_set_fd(ssl, fd);
-  SSL_set_tlsext_host_name(ssl, kLpsServerName);
+  SSL_set_tlsext_host_name(ssl, kApiserverFqdn);
   bool closed = false;
   if (SSL_connect(ssl) != 1) {
     *error = "handshake failed: " + std::to_string(ERR_get_error());
@@ -148,7 +148,7 @@ class ServiceBadInputTest : public ::testing::Test {
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = files_.tls_ca().cert_pem();
     grpc::ChannelArguments args;
-    args.SetSslTargetNameOverride(kLpsServerName);
+    args.SetSslTargetNameOverride(kApiserverFqdn);
     args.SetInt("lp.test.connection", ++connections_);
     return grpc::CreateCustomChannel(LoopbackAddress(lps_->port()), grpc::SslCredentials(tls),
                                      args);

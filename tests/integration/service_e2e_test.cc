@@ -413,7 +413,7 @@ TEST_F(ServiceE2eTest, AStderrReaderThatStopsStallsNoCall) {
   grpc::SslCredentialsOptions tls;
   tls.pem_root_certs = files_.tls_ca().cert_pem();
   grpc::ChannelArguments args;
-  args.SetSslTargetNameOverride(kLpsServerName);
+  args.SetSslTargetNameOverride(kApiserverFqdn);
   auto channel = grpc::CreateCustomChannel(LoopbackAddress(port), grpc::SslCredentials(tls), args);
   auto health =
       grpc::CreateChannel(LoopbackAddress(health_port), grpc::InsecureChannelCredentials());
@@ -693,7 +693,7 @@ TEST_F(ServiceE2eTest, SelectsH2FromTheNodesAlpnList) {
   options.sni = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
   options.alpn = {"aks-live-patching", "h2"};
   options.ca_pem = files_.tls_ca().cert_pem();
-  options.verify_name = kLpsServerName;
+  options.verify_name = kApiserverFqdn;
   TlsClientResult r = TlsHandshake(options);
   ASSERT_TRUE(r.handshake_ok) << r.error;
   EXPECT_EQ(r.selected_alpn, "h2");
@@ -705,7 +705,7 @@ TEST_F(ServiceE2eTest, ReReadsTheTlsCertificateWhenItsFileChanges) {
   options.port = lps_->port();
   options.alpn = {"aks-live-patching", "h2"};
   options.ca_pem = files_.tls_ca().cert_pem();
-  options.verify_name = kLpsServerName;
+  options.verify_name = kApiserverFqdn;
   TlsClientResult before = TlsHandshake(options);
   ASSERT_TRUE(before.handshake_ok) << before.error;
   const std::string first = before.peer_common_name;
@@ -713,7 +713,7 @@ TEST_F(ServiceE2eTest, ReReadsTheTlsCertificateWhenItsFileChanges) {
 
   LeafOptions leaf;
   leaf.common_name = "rotated-lps";
-  leaf.dns_names = {kLpsServerName};
+  leaf.dns_names = {kApiserverFqdn};
   leaf.ip_addresses = {"127.0.0.1"};
   CertAndKey rotated = files_.tls_ca().IssueLeaf(leaf);
   // Replace both files by rename, key first, as a Secret volume update lands.

@@ -239,17 +239,5 @@ TEST(RunWithRetries, CancelDuringBackoffStopsAtOnce) {
   EXPECT_EQ(r.status.message(), "command apt-get update cancelled");
 }
 
-TEST(FindOnPath, FirstExecutableRegularFile) {
-  TempDir a, b;
-  a.Write("tool", "x", 0644);  // not executable
-  b.Write("tool", "#!/bin/sh\n", 0755);
-  const char* old = getenv("PATH");
-  const std::string saved = old ? old : "";
-  setenv("PATH", (":" + a.path().string() + ":" + b.path().string()).c_str(), 1);
-  EXPECT_EQ(FindOnPath("tool"), b.File("tool"));
-  EXPECT_EQ(FindOnPath("absent-tool"), "");
-  setenv("PATH", saved.c_str(), 1);
-}
-
 }  // namespace
 }  // namespace hotfix::node

@@ -306,7 +306,7 @@ class GrpcSenderTest : public ::testing::Test {
 TEST_F(GrpcSenderTest, OneDeadlineBoundsImdsTheDialAndASilentService) {
   testsupport::TlsPeerOptions silent;
   silent.mode = testsupport::TlsPeerMode::kSelectH2Silent;
-  silent.cert = testsupport::IssueLocalServerCert(ca_, {endpoint_.server_name});
+  silent.cert = testsupport::IssueLocalServerCert(ca_, {"api.example.com"});
   testsupport::TlsPeer peer(std::move(silent));
   endpoint_.connect_to = "127.0.0.1:" + std::to_string(peer.port());
   SlowTokens tokens(300ms);  // a slow IMDS eats into the same budget

@@ -88,27 +88,6 @@ TEST_F(DetectPackageManagerTest, RealHostIsRecognisedOrSaysWhy) {
   }
 }
 
-TEST(ResolveMicrosoftProdSources, PrefersListThenSources) {
-  TempDir dir;
-  EXPECT_THAT(ResolveMicrosoftProdSources(dir.path()).status().message(),
-              "neither " + dir.File("microsoft-prod.list").string() + " nor " +
-                  dir.File("microsoft-prod.sources").string() + " exists");
-  dir.Write("microsoft-prod.sources", "Types: deb\n");
-  EXPECT_EQ(*ResolveMicrosoftProdSources(dir.path()), dir.File("microsoft-prod.sources"));
-  dir.Write("microsoft-prod.list",
-            "deb https://packages.microsoft.com/ubuntu/22.04/prod jammy main\n");
-  EXPECT_EQ(*ResolveMicrosoftProdSources(dir.path()), dir.File("microsoft-prod.list"));
-}
-
-TEST(ResolveMicrosoftProdSources, StatErrorOtherThanMissingIsAnError) {
-  TempDir dir;
-  const std::string not_a_dir = dir.Write("file", "x");
-  StatusOr<std::string> got = ResolveMicrosoftProdSources(not_a_dir);
-  ASSERT_FALSE(got.ok());
-  EXPECT_THAT(got.status().message(), HasSubstr("stat " + not_a_dir + "/microsoft-prod.list"));
-  EXPECT_THAT(got.status().message(), HasSubstr("Not a directory"));
-}
-
 TEST(InstallCommands, AptIsTheReferenceArgvExactly) {
   auto cmds = InstallCommands(PackageManager::kApt, "202604.01.1",
                               "/etc/apt/sources.list.d/microsoft-prod.list");

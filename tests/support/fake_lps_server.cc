@@ -276,7 +276,7 @@ void FakeLpsServer::ClearCalls() {
 
 FakeLpsServerOptions LpsServerOptions(const TestCa& ca) {
   FakeLpsServerOptions options;
-  options.cert = IssueLocalServerCert(ca, {kLpsServerName});
+  options.cert = IssueLocalServerCert(ca, {kApiserverFqdn});
   return options;
 }
 

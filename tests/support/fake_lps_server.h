@@ -4,7 +4,7 @@
 // everything each call carried.
 //
 //   FakeLpsServerOptions options;
-//   options.cert = IssueLocalServerCert(ca, {kLpsServerName});
+//   options.cert = IssueLocalServerCert(ca, {kApiserverFqdn});
 //   FakeLpsServer lps(std::move(options));
 //   lps.SetConfig(R"({"hotfixes":{}})");           // or SetStatus(NOT_FOUND, "..."), SetDelay()
 //   ... run the client against 127.0.0.1:lps.port() ...
@@ -31,8 +31,6 @@
 
 namespace hotfix::testsupport {
 
-// The name the production LPS certificate carries (CN and SAN).
-inline constexpr char kLpsServerName[] = "aks-security-patch.data.mcr.microsoft.com";
 inline constexpr char kAksNodeControllerComponent[] = "aksNodeController";
 
 struct LpsBehavior {
@@ -106,7 +104,7 @@ struct FakeLpsServerOptions {
   size_t max_recorded_calls = 0;
 };
 
-// A FakeLpsServer on TLS for 127.0.0.1 and kLpsServerName, issued by `ca`.
+// A FakeLpsServer on TLS for 127.0.0.1 and kApiserverFqdn, issued by `ca`.
 FakeLpsServerOptions LpsServerOptions(const TestCa& ca);
 
 class FakeLpsServer {

@@ -4,7 +4,7 @@
 // checks validity; each function writes exactly the fields it is given (RFC 9113, RFC 7541).
 //
 //   std::string block =
-//       h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, kLpsServerName));
+//       h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, kApiserverFqdn));
 //   std::string bytes = h2::ClientPreface() + h2::Settings() +
 //                       h2::Headers(1, block, h2::kEndHeaders) + h2::RstStream(1, h2::kCancel);
 //

@@ -20,6 +20,11 @@ uint16_t PickFreePort();
 // "127.0.0.1:<port>"
 std::string LoopbackAddress(uint16_t port);
 
+// An IPv4 address of this machine that is not loopback (the first interface that is up and has
+// one), "" if there is none: a destination a proxy-aware client does not treat as local, as it
+// treats every loopback address (Go's httpproxy never proxies them).
+std::string NonLoopbackIpv4();
+
 struct ListenAddress {
   std::string host;
   uint16_t port = 0;  // 0: any free port

@@ -5,7 +5,7 @@
 // (SetReply() changes it for later connections; thread-safe).
 //
 //   RawH2ServerOptions options;
-//   options.cert = IssueLocalServerCert(ca, {kLpsServerName});
+//   options.cert = IssueLocalServerCert(ca, {kApiserverFqdn});
 //   options.reply.body = GrpcFrame(ComponentConfigResponse(R"({"hotfixes":{}})"));
 //   options.reply.trailers = GrpcTrailers(0);
 //   RawH2Server server(std::move(options));   // listening on 127.0.0.1:server.port()

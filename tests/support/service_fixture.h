@@ -81,12 +81,12 @@ inline std::string FileDigest(const std::string& bytes) {
 
 inline const std::vector<std::string> kMetricsFlags = {"--metrics-listen", "127.0.0.1:0"};
 
-// What the service needs on disk: a TLS pair for kLpsServerName from the "cluster CA", the
+// What the service needs on disk: a TLS pair for kApiserverFqdn from the "cluster CA", the
 // attested-document trust roots with a signer under them, and a components folder.
 class ServiceFiles {
  public:
   ServiceFiles() {
-    tls_ = WritePemFiles(dir_.path(), "tls", IssueLocalServerCert(tls_ca_, {kLpsServerName}));
+    tls_ = WritePemFiles(dir_.path(), "tls", IssueLocalServerCert(tls_ca_, {kApiserverFqdn}));
     roots_ = WritePemFile(dir_.path(), "attestation-roots.pem", imds_root_.cert_pem());
     std::filesystem::create_directories(components_dir());
   }
@@ -194,7 +194,7 @@ class ServiceProcess {
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = files.tls_ca().cert_pem();
     grpc::ChannelArguments args;
-    args.SetSslTargetNameOverride(kLpsServerName);
+    args.SetSslTargetNameOverride(kApiserverFqdn);
     if (own > 0) args.SetInt("lp.test.own_channel", own);
     return grpc::CreateCustomChannel(LoopbackAddress(port_), grpc::SslCredentials(tls), args);
   }
@@ -241,8 +241,6 @@ inline GrpcReply CallGetComponentConfig(const std::shared_ptr<grpc::Channel>& ch
 }
 
 // ---- A node: its bootstrap files and hotfix-agent check-hotfix runs -----------------------
-
-inline constexpr char kApiserverFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
 
 struct AgentRun {
   RunResult result;

@@ -4,7 +4,7 @@
 // grpc::SslServerCredentials, SSL_CTX or files for a subprocess.
 //
 //   TestCa ca = TestCa::Create();
-//   CertAndKey lps = IssueLocalServerCert(ca, {"aks-security-patch.data.mcr.microsoft.com"});
+//   CertAndKey lps = IssueLocalServerCert(ca, {kApiserverFqdn});
 //   LeafOptions old;  old.dns_names = {"x"};  old.not_after = -std::chrono::hours(1);
 //   CertAndKey expired = ca.IssueLeaf(old);
 // Options structs throughout tests/support are filled by assignment: GCC 12's
@@ -20,6 +20,13 @@
 #include <vector>
 
 namespace hotfix::testsupport {
+
+// The apiserver FQDN the tests' nodes dial. Since AgentBaker #9351 the live-patching service
+// presents a certificate for it, and nodes verify it (and send it as SNI).
+inline constexpr char kApiserverFqdn[] = "myaks-dns-12345678.hcp.eastus.azmk8s.io";
+// The name nodes pinned before #9351: a certificate carrying only it is refused unless
+// hotfix-agent's --server-name asks for it.
+inline constexpr char kLegacyLpsServerName[] = "aks-security-patch.data.mcr.microsoft.com";
 
 struct CertAndKey {
   // The leaf first, then any intermediates up to (not including) the root.

@@ -3,7 +3,7 @@
 //
 //   TlsClientOptions o;
 //   o.port = proxy.frontend_port();  o.sni = "api.example";  o.ca_pem = ca.cert_pem();
-//   o.alpn = {"aks-live-patching", "h2"};  o.verify_name = kLpsServerName;
+//   o.alpn = {"aks-live-patching", "h2"};  o.verify_name = kApiserverFqdn;
 //   TlsClientResult r = TlsHandshake(o);
 //   EXPECT_TRUE(r.handshake_ok) << r.error;  EXPECT_EQ(r.selected_alpn, "h2");
 #pragma once

@@ -220,11 +220,13 @@ class ProxyEnvTest : public ::testing::Test {
   void TearDown() override {
     for (const char* name : kVars) unsetenv(name);
   }
-  static constexpr const char* kVars[] = {"HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"};
+  static constexpr const char* kVars[] = {"HTTPS_PROXY",   "https_proxy", "HTTP_PROXY",
+                                          "http_proxy",    "NO_PROXY",    "no_proxy",
+                                          "REQUEST_METHOD"};
 };
 
 TEST_F(ProxyEnvTest, NothingSet) {
-  auto selected = ProxyFromEnvironment("example.com", 443);
+  auto selected = ProxyFromEnvironment("https", "example.com", 443);
   ASSERT_TRUE(selected.ok());
   EXPECT_FALSE(selected->has_value());
 }
@@ -232,7 +234,7 @@ TEST_F(ProxyEnvTest, NothingSet) {
 TEST_F(ProxyEnvTest, UpperCaseWins) {
   setenv("HTTPS_PROXY", "http://upper:1111", 1);
   setenv("https_proxy", "http://lower:2222", 1);
-  auto selected = ProxyFromEnvironment("example.com", 443);
+  auto selected = ProxyFromEnvironment("https", "example.com", 443);
   ASSERT_TRUE(selected.ok());
   ASSERT_TRUE(selected->has_value());
   EXPECT_EQ((*selected)->host, "upper");
@@ -241,7 +243,7 @@ TEST_F(ProxyEnvTest, UpperCaseWins) {
 TEST_F(ProxyEnvTest, EmptyUpperCaseFallsBackToLowerCase) {
   setenv("HTTPS_PROXY", "", 1);
   setenv("https_proxy", "http://lower:2222", 1);
-  auto selected = ProxyFromEnvironment("example.com", 443);
+  auto selected = ProxyFromEnvironment("https", "example.com", 443);
   ASSERT_TRUE(selected.ok());
   ASSERT_TRUE(selected->has_value());
   EXPECT_EQ((*selected)->host, "lower");
@@ -251,22 +253,58 @@ TEST_F(ProxyEnvTest, EmptyUpperCaseFallsBackToLowerCase) {
 TEST_F(ProxyEnvTest, NoProxyEitherCase) {
   setenv("HTTPS_PROXY", "http://upper:1111", 1);
   setenv("no_proxy", ".example.com", 1);
-  auto selected = ProxyFromEnvironment("a.example.com", 443);
+  auto selected = ProxyFromEnvironment("https", "a.example.com", 443);
   ASSERT_TRUE(selected.ok());
   EXPECT_FALSE(selected->has_value());
   setenv("NO_PROXY", "other.org", 1);  // upper case shadows lower case
-  selected = ProxyFromEnvironment("a.example.com", 443);
+  selected = ProxyFromEnvironment("https", "a.example.com", 443);
   ASSERT_TRUE(selected.ok());
   EXPECT_TRUE(selected->has_value());
 }
 
 TEST_F(ProxyEnvTest, ErrorNamesTheVariableUsed) {
   setenv("https_proxy", "http://user:hunter2@[bad", 1);
-  auto selected = ProxyFromEnvironment("example.com", 443);
+  auto selected = ProxyFromEnvironment("https", "example.com", 443);
   ASSERT_FALSE(selected.ok());
   EXPECT_NE(selected.status().message().find("invalid https_proxy"), std::string::npos)
       << selected.status().message();
   EXPECT_EQ(selected.status().message().find("hunter2"), std::string::npos);
+}
+
+TEST_F(ProxyEnvTest, EachSchemeHasItsOwnVariable) {
+  setenv("HTTPS_PROXY", "http://tls-proxy:1111", 1);
+  setenv("HTTP_PROXY", "http://plain-proxy:2222", 1);
+  auto https = ProxyFromEnvironment("https", "packages.example.com", 443);
+  auto http = ProxyFromEnvironment("http", "packages.example.com", 80);
+  ASSERT_TRUE(https.ok() && https->has_value());
+  ASSERT_TRUE(http.ok() && http->has_value());
+  EXPECT_EQ((*https)->host, "tls-proxy");
+  EXPECT_EQ((*http)->host, "plain-proxy");
+  unsetenv("HTTP_PROXY");
+  http = ProxyFromEnvironment("http", "packages.example.com", 80);
+  ASSERT_TRUE(http.ok());
+  EXPECT_FALSE(http->has_value()) << "HTTPS_PROXY must not serve http:// requests";
+}
+
+TEST_F(ProxyEnvTest, LoopbackNeverUsesTheProxy) {
+  setenv("HTTP_PROXY", "http://plain-proxy:2222", 1);
+  for (const char* host : {"localhost", "127.0.0.1", "127.1.2.3", "::1"}) {
+    auto selected = ProxyFromEnvironment("http", host, 8080);
+    ASSERT_TRUE(selected.ok());
+    EXPECT_FALSE(selected->has_value()) << host;
+  }
+}
+
+TEST_F(ProxyEnvTest, UpperCaseHttpProxyIsIgnoredInACgiProcess) {
+  setenv("HTTP_PROXY", "http://from-a-request-header:1", 1);
+  setenv("REQUEST_METHOD", "GET", 1);
+  auto selected = ProxyFromEnvironment("http", "packages.example.com", 80);
+  ASSERT_TRUE(selected.ok());
+  EXPECT_FALSE(selected->has_value());
+  setenv("http_proxy", "http://lower:3333", 1);
+  selected = ProxyFromEnvironment("http", "packages.example.com", 80);
+  ASSERT_TRUE(selected.ok() && selected->has_value());
+  EXPECT_EQ((*selected)->host, "lower");
 }
 
 }  // namespace

@@ -10,6 +10,10 @@ inline constexpr char kMetricAttestationRootsExpiry[] =
 inline constexpr char kMetricAttestationRootsReloadSuccessful[] =
     "lp_attestation_roots_last_reload_successful";
 inline constexpr char kMetricTlsCertificateExpiry[] = "lp_tls_certificate_expiry_timestamp_seconds";
+inline constexpr char kMetricTlsPairExpiry[] = "lp_tls_pair_expiry_timestamp_seconds";
+inline constexpr char kMetricTlsCertificates[] = "lp_tls_certificates";
+inline constexpr char kMetricTlsRejectedCertificates[] = "lp_tls_rejected_certificates";
+inline constexpr char kMetricTlsReloadSuccessful[] = "lp_tls_last_reload_successful";
 inline constexpr char kMetricComponentFileInfo[] = "lp_component_file_info";
 inline constexpr char kMetricRequests[] = "lp_requests_total";
 inline constexpr char kMetricRequestsBySubscription[] = "lp_requests_by_subscription_total";

@@ -91,10 +91,34 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
   using prometheus::MetricType;
   std::vector<prometheus::MetricFamily> out;
   AddProcessFamilies(&out);
-  if (sources.tls != nullptr) {
-    AddSingle(&out, kMetricTlsCertificateExpiry,
-              "When the serving certificate in use (--tls-cert's leaf) expires, Unix seconds",
-              MetricType::Gauge, static_cast<double>(sources.tls->not_after()));
+  if (const TlsServerContext* tls = sources.tls) {
+    // Absent while an emptied --tls-cert-dir serves no pair: nothing expires (every
+    // handshake is refused, and counted as unknown_server_name).
+    if (tls->certificates() > 0) {
+      AddSingle(&out, kMetricTlsCertificateExpiry,
+                "When the serving certificate in use (--tls-cert's leaf; with --tls-cert-dir the "
+                "first of its pairs to expire) expires, Unix seconds",
+                MetricType::Gauge, static_cast<double>(tls->not_after()));
+    }
+    AddSingle(&out, kMetricTlsCertificates, "Certificate pairs served now (1 with --tls-cert)",
+              MetricType::Gauge, static_cast<double>(tls->certificates()));
+    AddSingle(&out, kMetricTlsRejectedCertificates,
+              "Certificate pairs refused as their files are now, kept out or still serving "
+              "their previous version",
+              MetricType::Gauge, static_cast<double>(tls->rejected_certificates()));
+    AddSingle(&out, kMetricTlsReloadSuccessful,
+              "0 while a certificate pair does not load or --tls-cert-dir cannot be read (the "
+              "previous pairs still serve), 1 otherwise",
+              MetricType::Gauge, tls->last_reload_successful() ? 1 : 0);
+    // One series per --tls-cert-dir pair (none with --tls-cert): bounded by the folder's cap
+    // (certificate_folder.h), named by the operator's folders, never by a peer.
+    auto expiries =
+        Family(kMetricTlsPairExpiry, "When each --tls-cert-dir pair's leaf expires, Unix seconds",
+               MetricType::Gauge);
+    for (const auto& [pair, not_after] : tls->PairExpiries()) {
+      AddValue(&expiries, static_cast<double>(not_after), {{"pair", pair}});
+    }
+    out.push_back(std::move(expiries));
   }
   if (sources.attestation_roots != nullptr) {
     AddSingle(&out, kMetricAttestationRootsExpiry,

@@ -26,7 +26,7 @@ class KeptBytesBudget;
 // null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
 struct ScrapedSources {
   const ComponentStore* store = nullptr;          // lp_component_file_info
-  const TlsServerContext* tls = nullptr;          // lp_tls_certificate_expiry_timestamp_seconds
+  const TlsServerContext* tls = nullptr;          // lp_tls_*
   const RolloutStatus* rollouts = nullptr;        // lp_rollout_*, and GET /rollouts
   const Authenticator* authenticator = nullptr;   // lp_identity_cache_*, lp_signer_cache_*
   const RateLimiter* rate_limiter = nullptr;      // lp_rate_limiter_tracked_nodes

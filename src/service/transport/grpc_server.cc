@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -191,6 +192,9 @@ class GrpcServer::Impl::Loop {
     bool awaiting_proxy_header = false;
     std::string proxy_header;
     std::string address;
+    // The header's destination, the address the node dialed: a ClientHello without a server
+    // name is served the certificate for it (TlsServerContext::SetArrivalAddress).
+    std::optional<sockaddr_storage> arrived_on;
     std::unique_ptr<H2Session> session;
     std::string out;  // bytes owed to the peer, from out_offset on
     size_t out_offset = 0;
@@ -408,6 +412,7 @@ void GrpcServer::Impl::Loop::ReadProxyHeader(Connection* conn) {
     }
     if (h.state == ProxyHeader::kComplete) {
       if (h.source) conn->peer = PeerName(*h.source, &conn->address);
+      conn->arrived_on = h.destination;
       if (server_->refused_peers->Shed(conn->address, SteadyClock::now())) {
         server_->Report(TransportEvent::kShedRefusedPeer, conn->peer);
         Close(conn);
@@ -449,6 +454,9 @@ void GrpcServer::Impl::Loop::StartTls(Connection* conn) {
     ERR_clear_error();
     Close(conn);
     return;
+  }
+  if (conn->arrived_on && server_->options.tls->selects_by_server_name()) {
+    TlsServerContext::SetArrivalAddress(conn->ssl.get(), *conn->arrived_on);
   }
   SSL_set_accept_state(conn->ssl.get());
   conn->handshaking = true;
@@ -500,8 +508,15 @@ void GrpcServer::Impl::Loop::Handshake(Connection* conn) {
     UpdateInterest(conn, error == SSL_ERROR_WANT_WRITE);
     return;
   }
-  server_->Report(TransportEvent::kHandshakeFailed, conn->peer,
-                  ossl::DrainErrorsOr("the peer closed the connection"));
+  // A server name no certificate is for (--tls-cert-dir) is its own event: a cluster whose
+  // pair is missing from the folder, not a peer that cannot speak TLS.
+  if (std::optional<std::string> refused = TlsServerContext::RefusedServerName(conn->ssl.get())) {
+    ERR_clear_error();
+    server_->Report(TransportEvent::kUnknownServerName, conn->peer, *refused);
+  } else {
+    server_->Report(TransportEvent::kHandshakeFailed, conn->peer,
+                    ossl::DrainErrorsOr("the peer closed the connection"));
+  }
   Close(conn);
 }
 

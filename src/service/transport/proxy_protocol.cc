@@ -119,10 +119,16 @@ ProxyHeader ParseVersion1(std::string_view bytes) {
                    (family == AF_INET ? "IPv4" : "IPv6"));
   }
   const std::optional<uint16_t> port = ParsePort(words[4]);
-  if (!port || !ParsePort(words[5])) return Invalid("a version 1 line whose ports are not 0-65535");
+  const std::optional<uint16_t> destination_port = ParsePort(words[5]);
+  if (!port || !destination_port) {
+    return Invalid("a version 1 line whose ports are not 0-65535");
+  }
   const size_t address_bytes = family == AF_INET ? sizeof(in_addr) : sizeof(in6_addr);
   h.source = SocketAddress(
       std::string_view(reinterpret_cast<const char*>(source.data()), address_bytes), *port);
+  h.destination = SocketAddress(
+      std::string_view(reinterpret_cast<const char*>(destination.data()), address_bytes),
+      *destination_port);
   return h;
 }
 
@@ -158,11 +164,13 @@ ProxyHeader ParseVersion2(std::string_view bytes) {
       return Invalid("IPv4 addresses in " + std::to_string(block.size()) + " bytes, not 12");
     }
     h.source = SocketAddress(block.substr(0, 4), Uint16(block, 8));
+    h.destination = SocketAddress(block.substr(4, 4), Uint16(block, 10));
   } else if (family == kFamilyInet6) {
     if (block.size() < kInet6AddressBytes) {
       return Invalid("IPv6 addresses in " + std::to_string(block.size()) + " bytes, not 36");
     }
     h.source = SocketAddress(block.substr(0, 16), Uint16(block, 32));
+    h.destination = SocketAddress(block.substr(16, 16), Uint16(block, 34));
   }
   return h;
 }

@@ -12,7 +12,8 @@
 //   ProxyHeader h = ParseProxyHeader(read_so_far);
 //   if (h.state == ProxyHeader::kNeedMore) read h.size - read_so_far.size() more bytes;
 //   if (h.state == ProxyHeader::kInvalid) refuse (h.error says why);
-//   if (h.state == ProxyHeader::kComplete && h.source) the node's address is *h.source
+//   if (h.state == ProxyHeader::kComplete && h.source) the node's address is *h.source,
+//                                                       and the one it dialed *h.destination
 #pragma once
 
 #include <sys/socket.h>
@@ -43,6 +44,10 @@ struct ProxyHeader {
   // LOCAL (the proxy's own connection, e.g. its health check) and for an unspecified or
   // UNIX-socket family: the connection's own peer stands.
   std::optional<sockaddr_storage> source;
+  // kComplete, with `source`: the address the proxy accepted the connection on, the one the
+  // client dialed (a node that dialed its apiserver's IP sends no server name: the service
+  // picks its certificate by this address, tls_server_context.h).
+  std::optional<sockaddr_storage> destination;
   Status error;  // kInvalid: what was wrong, naming the PROXY protocol
 };
 

@@ -26,7 +26,8 @@ const char* TransportEventName(TransportEvent event) {
                                            "output_stalled",
                                            "proxy_header_invalid",
                                            "proxy_header_timeout",
-                                           "kept_bytes_over_budget"};
+                                           "kept_bytes_over_budget",
+                                           "unknown_server_name"};
   static_assert(std::size(kNames) == static_cast<size_t>(TransportEvent::kCount));
   const auto i = static_cast<size_t>(event);
   return i < std::size(kNames) ? kNames[i] : "unknown";

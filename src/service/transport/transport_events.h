@@ -28,6 +28,8 @@ enum class TransportEvent {
   kProxyHeaderInvalid,   // --proxy-protocol: the connection did not start with a valid header
   kProxyHeaderTimeout,   // --proxy-protocol: no whole header within the handshake timeout
   kKeptBytesOverBudget,  // a request refused: the process's kept request bytes at their budget
+  kUnknownServerName,    // --tls-cert-dir: no certificate for the ClientHello's server name
+                         // (or, without one, the address it dialed): unrecognized_name alert
   kCount,
 };
 

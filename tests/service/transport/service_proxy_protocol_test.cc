@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <optional>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -33,18 +34,22 @@ std::string Ipv4Block(const char* source, uint16_t source_port) {
          std::string(reinterpret_cast<const char*>(&dst), 4) + Be16(source_port) + Be16(8443);
 }
 
-std::string SourceText(const ProxyHeader& h) {
-  if (!h.source) return "none";
+std::string AddressText(const std::optional<sockaddr_storage>& address) {
+  if (!address) return "none";
   char text[INET6_ADDRSTRLEN] = {};
-  if (h.source->ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&*h.source);
+  if (address->ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&*address);
     inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
     return std::string(text) + ":" + std::to_string(ntohs(in->sin_port));
   }
-  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&*h.source);
+  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&*address);
   inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
   return "[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port));
 }
+
+std::string SourceText(const ProxyHeader& h) { return AddressText(h.source); }
+// The address the node dialed: a ClientHello without a server name gets its certificate.
+std::string DestinationText(const ProxyHeader& h) { return AddressText(h.destination); }
 
 TEST(ProxyProtocolTest, AnIpv4ProxyHeaderGivesTheNodesAddressAndItsLength) {
   const std::string header = Header(0x21, 0x11, Ipv4Block("192.0.2.7", 40001));
@@ -53,6 +58,7 @@ TEST(ProxyProtocolTest, AnIpv4ProxyHeaderGivesTheNodesAddressAndItsLength) {
   EXPECT_EQ(h.size, header.size());
   EXPECT_EQ(h.size, 28u);
   EXPECT_EQ(SourceText(h), "192.0.2.7:40001");
+  EXPECT_EQ(DestinationText(h), "10.0.0.5:8443");
 }
 
 TEST(ProxyProtocolTest, AnIpv6ProxyHeaderGivesTheNodesAddress) {
@@ -65,6 +71,7 @@ TEST(ProxyProtocolTest, AnIpv6ProxyHeaderGivesTheNodesAddress) {
   ProxyHeader h = ParseProxyHeader(Header(0x21, 0x21, block));
   ASSERT_EQ(h.state, ProxyHeader::kComplete) << h.error.ToString();
   EXPECT_EQ(SourceText(h), "[2001:db8::7]:40002");
+  EXPECT_EQ(DestinationText(h), "[2001:db8::5]:8443");
 }
 
 TEST(ProxyProtocolTest, TlvsAfterTheAddressesAreSkipped) {
@@ -85,6 +92,7 @@ TEST(ProxyProtocolTest, LocalUnspecifiedAndUnixKeepTheConnectionsOwnPeer) {
     ASSERT_EQ(h.state, ProxyHeader::kComplete) << h.error.ToString();
     EXPECT_EQ(h.size, header.size());
     EXPECT_FALSE(h.source.has_value());
+    EXPECT_FALSE(h.destination.has_value());
   }
 }
 
@@ -112,12 +120,15 @@ TEST(ProxyProtocolTest, AVersion1LineGivesTheNodesAddress) {
   ASSERT_EQ(h.state, ProxyHeader::kComplete) << h.error.ToString();
   EXPECT_EQ(h.size, v4.size());
   EXPECT_EQ(SourceText(h), "192.0.2.7:40001");
+  EXPECT_EQ(DestinationText(h), "10.0.0.5:8443");
   h = ParseProxyHeader("PROXY TCP6 2001:db8::7 2001:db8::5 40002 8443\r\n");
   ASSERT_EQ(h.state, ProxyHeader::kComplete) << h.error.ToString();
   EXPECT_EQ(SourceText(h), "[2001:db8::7]:40002");
+  EXPECT_EQ(DestinationText(h), "[2001:db8::5]:8443");
   h = ParseProxyHeader("PROXY UNKNOWN ffff::1 ffff::2 1 2\r\n");
   ASSERT_EQ(h.state, ProxyHeader::kComplete);
   EXPECT_FALSE(h.source.has_value());
+  EXPECT_FALSE(h.destination.has_value());
   h = ParseProxyHeader("PROXY UNKNOWN\r\n");
   ASSERT_EQ(h.state, ProxyHeader::kComplete);
   EXPECT_EQ(h.size, 15u);

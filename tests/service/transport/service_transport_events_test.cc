@@ -33,6 +33,7 @@ TEST(TransportEventNameTest, EveryEventHasItsLabel) {
       "proxy_header_invalid",
       "proxy_header_timeout",
       "kept_bytes_over_budget",
+      "unknown_server_name",
   };
   ASSERT_EQ(expected.size(), static_cast<size_t>(TransportEvent::kCount));
   for (size_t i = 0; i < expected.size(); ++i) {
