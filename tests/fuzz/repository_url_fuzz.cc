@@ -4,9 +4,9 @@
 // (RepositoryFileUrl). Input: base, NUL, reference, NUL, relative path.
 //
 // Properties: a parsed URL written back parses to the same URL; a resolved reference with a path
-// of its own has no dot segment left; a file URL RepositoryFileUrl accepts is under its base (WithinRepository) and
-// its path only adds to the base's; WithinRepository never lets a URL with a ".." step or
-// another authority through.
+// of its own has no dot segment left; a file URL RepositoryFileUrl accepts is under its base
+// (WithinRepository) and its path only adds to the base's; WithinRepository never lets a URL with a
+// ".." step or another authority through.
 #include <cstddef>
 #include <cstdint>
 #include <string>
