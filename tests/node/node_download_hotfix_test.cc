@@ -347,7 +347,8 @@ TEST_F(DownloadHotfixCommandTest, OneEventPerRun) {
   EXPECT_EQ(event["TaskName"], "AKS.AKSNodeController.DownloadHotfix");
   EXPECT_EQ(event["EventLevel"], "Informational");
   EXPECT_THAT(event["Message"].get<std::string>(),
-              HasSubstr("download-hotfix outcome=installed version=202604.01.1 route=packageManager scripts=none | "));
+              HasSubstr("download-hotfix outcome=installed version=202604.01.1 "
+                        "route=packageManager scripts=none | "));
   auto msgs = log_.Messages();
   EXPECT_EQ(msgs.front(), "aks-node-controller hotfix download started");
   EXPECT_EQ(msgs.back(), "aks-node-controller hotfix download finished");
