@@ -9,7 +9,8 @@ build=(build-essential cmake ninja-build pkg-config clang-format
        libssl-dev libnghttp2-dev libprotobuf-dev protobuf-compiler
        libgrpc++-dev protobuf-compiler-grpc nlohmann-json3-dev libcli11-dev
        libboost-dev libcpp-httplib-dev libgtest-dev libgmock-dev
-       libyaml-cpp-dev zlib1g-dev)
+       libyaml-cpp-dev zlib1g-dev
+       libarchive-dev libexpat1-dev)  # the repository fast path: tar/cpio payloads, repomd.xml
 service=(prometheus-cpp-dev libcivetweb-dev)
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2
       strace clang libclang-rt-14-dev  # the ASan test build; libFuzzer: scripts/fuzz.sh

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 
 #include "common/unique_fd.h"
 
@@ -88,14 +89,18 @@ std::optional<mode_t> ExistingMode(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-Status WriteFileAtomically(const std::string& path, std::string_view data,
-                           const AtomicWriteOptions& options) {
+namespace {
+
+// The temp file, filled by `fill`, then owner, mode, fsync, rename and the folder's fsync: what
+// WriteFileAtomically and CopyFileAtomically share.
+Status ReplaceAtomically(const std::string& path, const AtomicWriteOptions& options,
+                         const std::function<Status(int fd, const std::string& tmp)>& fill) {
   const std::string dir = DirName(path);
   std::string tmp = dir + "/" + options.temp_prefix + "XXXXXX";  // mkostemp fills in the X's
   UniqueFd fd(::mkostemp(tmp.data(), O_CLOEXEC));
   if (fd.get() < 0) return Status::FromErrno("creating temp file in " + dir, errno);
 
-  Status st = WriteAllFd(fd.get(), data, tmp);
+  Status st = fill(fd.get(), tmp);
   if (st.ok() && (options.uid || options.gid) &&
       ::fchown(fd.get(), options.uid.value_or(static_cast<uid_t>(-1)),
                options.gid.value_or(static_cast<gid_t>(-1))) != 0) {
@@ -117,6 +122,46 @@ Status WriteFileAtomically(const std::string& path, std::string_view data,
   }
   // The rename is only durable once the folder entry is on disk.
   return options.durable ? FsyncDir(dir) : Status::Ok();
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::string_view data,
+                           const AtomicWriteOptions& options) {
+  return ReplaceAtomically(
+      path, options, [data](int fd, const std::string& tmp) { return WriteAllFd(fd, data, tmp); });
+}
+
+Status CopyFileAtomically(const std::string& source, const std::string& path, size_t max_bytes,
+                          const AtomicWriteOptions& options) {
+  UniqueFd in(::open(source.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!in.valid()) return Status::FromErrno("reading " + source, errno);
+  struct stat st {};
+  if (::fstat(in.get(), &st) != 0) return Status::FromErrno("reading " + source, errno);
+  if (!S_ISREG(st.st_mode))
+    return Status::InvalidArgument("reading " + source + ": not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return Status::InvalidArgument("reading " + source + ": larger than " +
+                                   std::to_string(max_bytes) + " bytes");
+  }
+  return ReplaceAtomically(path, options, [&](int fd, const std::string& tmp) {
+    char buf[64 * 1024];
+    size_t copied = 0;
+    for (;;) {
+      ssize_t n = ::read(in.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::FromErrno("reading " + source, errno);
+      if (n == 0) return Status::Ok();
+      copied += static_cast<size_t>(n);
+      if (copied > max_bytes) {
+        return Status::InvalidArgument("reading " + source + ": larger than " +
+                                       std::to_string(max_bytes) + " bytes");
+      }
+      if (Status w = WriteAllFd(fd, std::string_view(buf, static_cast<size_t>(n)), tmp); !w.ok()) {
+        return w;
+      }
+    }
+  });
 }
 
 Status MakeFolders(const std::string& dir, mode_t mode, std::string_view what) {

@@ -53,6 +53,13 @@ struct AtomicWriteOptions {
 Status WriteFileAtomically(const std::string& path, std::string_view data,
                            const AtomicWriteOptions& options);
 
+// The same for a copy of the regular file `source` (symlinks followed), streamed through a fixed
+// buffer so that a large file is never held in memory. A source larger than max_bytes, or one
+// that is not a regular file (nothing blocks on a FIFO), is InvalidArgument "reading <source>:
+// ..."; its read errors read "reading <source>: ...".
+Status CopyFileAtomically(const std::string& source, const std::string& path, size_t max_bytes,
+                          const AtomicWriteOptions& options);
+
 // Permission bits of an existing file, nullopt if it does not exist (other errors too:
 // the caller falls back to its default mode).
 std::optional<mode_t> ExistingMode(const std::string& path);

@@ -19,8 +19,6 @@ constexpr auto kFolderLockWait = std::chrono::seconds(10);
 
 Status StageHotfixBinary(const std::string& source, const std::string& mode_reference,
                          const std::string& destination) {
-  StatusOr<std::string> bytes = ReadFileToString(source, kMaxBinaryBytes);
-  if (!bytes.ok()) return bytes.status().Annotate("reading " + source);
   struct stat ref {};
   if (::stat(mode_reference.c_str(), &ref) != 0) {
     return Status::FromErrno("stat " + mode_reference, errno);
@@ -32,7 +30,8 @@ Status StageHotfixBinary(const std::string& source, const std::string& mode_refe
   AtomicWriteOptions options;
   options.mode = ref.st_mode & 07777;
   options.temp_prefix = kBinaryTempPrefix;
-  return WriteFileAtomically(destination, *bytes, options);
+  // Streamed: the agent binary (tens of MiB, up to the fast path's 128 MiB) is never held whole.
+  return CopyFileAtomically(source, destination, kMaxBinaryBytes, options);
 }
 
 }  // namespace hotfix::node

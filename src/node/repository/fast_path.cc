@@ -2,8 +2,10 @@
 
 #include <stdlib.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "common/file_util.h"
@@ -266,25 +268,34 @@ Status ChooseFailure(const Status& metadata, const Status& package) {
   return meta.ok() ? pkg : meta;
 }
 
-// Sets `stop` once download-hotfix itself is cancelled, while the branches run.
+// Sets `stop` once download-hotfix itself is cancelled, while the branches run. The parent
+// flag is set by a signal handler, which can only store to it: it is looked at every 50 ms.
+// The relay's own end wakes it at once.
 class CancelRelay {
  public:
   CancelRelay(const std::atomic<bool>* parent, std::atomic<bool>* stop) {
     if (parent == nullptr) return;
     thread_ = std::thread([this, parent, stop] {
-      while (!done_.load()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!done_) {
         if (parent->load()) stop->store(true);
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        wake_.wait_for(lock, std::chrono::milliseconds(50));
       }
     });
   }
   ~CancelRelay() {
-    done_ = true;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    wake_.notify_one();
     if (thread_.joinable()) thread_.join();
   }
 
  private:
-  std::atomic<bool> done_{false};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool done_ = false;  // guarded by mu_
   std::thread thread_;
 };
 
