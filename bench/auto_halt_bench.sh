@@ -43,7 +43,9 @@ tokens=$(((2 * (rounds + 1) * seconds + 3 * 2 + 2) * 3500))
 base=${BENCH_AUTO_HALT_PORT_BASE:-18780}
 build_root=${BUILD_ROOT:-build}
 fqdn='bench-aks-dns-12345678.hcp.eastus.azmk8s.io'
-lps_name=aks-security-patch.data.mcr.microsoft.com
+# The service's certificate is for the apiserver FQDN: nodes verify it for the host they dial
+# (AgentBaker #9351; they pinned aks-security-patch.data.mcr.microsoft.com before).
+lps_name=$fqdn
 port=$base metrics=$((base + 1)) prom_port=$((base + 2))
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY grpc_proxy
 

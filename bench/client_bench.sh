@@ -50,11 +50,14 @@ dead_port=${BENCH_DEAD_PORT:-18446}
 jobs=${BENCH_JOBS:-2}
 build_root=${BUILD_ROOT:-build}
 fqdn='bench-aks-dns-12345678.hcp.eastus.azmk8s.io'
-lps_name=aks-security-patch.data.mcr.microsoft.com
+# The service's certificate is for the apiserver FQDN: nodes verify it for the host they dial
+# (AgentBaker #9351; they pinned aks-security-patch.data.mcr.microsoft.com before).
+lps_name=$fqdn
 version=202604.01.0
 
-# Neither client may go through a proxy: IMDS never does, and a proxy in the gRPC path would
-# measure the proxy (grpc-go's custom dialer ignores HTTPS_PROXY; hotfix-agent honours it).
+# Neither client goes through a proxy: IMDS never does, and neither does the service's dial
+# (hotfix-agent ignores HTTPS_PROXY there, as the reference's grpc.WithNoProxy() does;
+# grpcgo-client passes WithNoProxy too). Unset anyway, so nothing else in the run is proxied.
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY grpc_proxy
 
 out=$root/bench/out

@@ -38,7 +38,8 @@ stack_ports_free "$base" $((base + 3)) BENCH_IDLE_PORT_BASE
 stack_service_binary "$build_root" "$out"
 stack_bench_tools "$build_root"
 source scripts/lib/certs.sh
-make_cluster_pki "$work/etc" bench-cluster-ca aks-security-patch.data.mcr.microsoft.com \
+# The service's certificate is for the apiserver FQDN, the name nodes verify (AgentBaker #9351).
+make_cluster_pki "$work/etc" bench-cluster-ca bench-aks.hcp.eastus.azmk8s.io \
   bench-aks.hcp.eastus.azmk8s.io
 printf '{"hotfixes":{"202604.01":"202604.01.3"}}' >"$work/etc/components/aksNodeController.json"
 stack_imds_pki "$work/pki" ec

@@ -115,7 +115,9 @@ shed_port=$((base + 7)) shed_proxy=$((base + 8))
 jobs=${BENCH_JOBS:-1}
 build_root=${BUILD_ROOT:-build}
 fqdn='bench-aks-dns-12345678.hcp.eastus.azmk8s.io'
-lps_name=aks-security-patch.data.mcr.microsoft.com
+# The service's certificate is for the apiserver FQDN: nodes verify it for the host they dial
+# (AgentBaker #9351; they pinned aks-security-patch.data.mcr.microsoft.com before).
+lps_name=$fqdn
 config='{"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}}'
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY grpc_proxy
 

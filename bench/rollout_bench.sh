@@ -82,7 +82,9 @@ if ! [[ $tokens =~ ^[0-9]+$ ]] || ((tokens < 100)); then echo "--tokens wants at
 base=${BENCH_ROLLOUT_PORT_BASE:-18760}
 build_root=${BUILD_ROOT:-build}
 fqdn='bench-aks-dns-12345678.hcp.eastus.azmk8s.io'
-lps_name=aks-security-patch.data.mcr.microsoft.com
+# The service's certificate is for the apiserver FQDN: nodes verify it for the host they dial
+# (AgentBaker #9351; they pinned aks-security-patch.data.mcr.microsoft.com before).
+lps_name=$fqdn
 subscription=8d10da13-8125-4ba9-a717-bf7490507b3d  # bench/mint_tokens.c's documents
 config_a='{"hotfixes":{"202604.01":"202604.01.3"}}'
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY grpc_proxy

@@ -39,7 +39,9 @@ svc_port=$base proxy_port=$((base + 1)) api_port=$((base + 2)) imds_port=$((base
 metrics_port=$((base + 4))
 build_root=${BUILD_ROOT:-build}
 fqdn='soak-aks-dns-12345678.hcp.eastus.azmk8s.io'
-lps_name=aks-security-patch.data.mcr.microsoft.com
+# The service's certificate is for the apiserver FQDN: nodes verify it for the host they dial
+# (AgentBaker #9351; they pinned aks-security-patch.data.mcr.microsoft.com before).
+lps_name=$fqdn
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY grpc_proxy
 
 out=$root/bench/out/soak

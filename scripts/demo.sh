@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The local end-to-end demo: live-patching-service, the ALPN-routing proxy in front of an
 # "apiserver", an IMDS stand-in whose signer the service trusts, and check-hotfix staging the
-# pointer, all on loopback; then download-hotfix's dry run on that pointer, a staged rollout,
-# and a canary that halts itself when the nodes that install it report failures (a real
-# Prometheus scraping the service is the evidence).
+# pointer, all on loopback; then download-hotfix's dry run on that pointer, and the real
+# download-hotfix taking that hotfix through the repository fast path from a signed apt
+# repository the demo serves itself (nginx), with no package manager, and refusing a tampered
+# package; then a staged rollout, and a canary that halts itself when the nodes that install it
+# report failures (a real Prometheus scraping the service is the evidence).
 #   scripts/demo.sh   (ports: DEMO_PROXY_PORT=8443 DEMO_LPS_PORT=50051 DEMO_METRICS_PORT=19090
 #                      DEMO_APISERVER_PORT=16443 DEMO_IMDS_PORT=18080 DEMO_FOREIGN_IMDS_PORT=18081
-#                      DEMO_OTHER_IMDS_PORT=18082 DEMO_PROMETHEUS_PORT=19091)
+#                      DEMO_OTHER_IMDS_PORT=18082 DEMO_PROMETHEUS_PORT=19091
+#                      DEMO_REPO_PORT=18089)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -26,8 +29,8 @@ imds_port=${DEMO_IMDS_PORT:-18080}
 foreign_imds_port=${DEMO_FOREIGN_IMDS_PORT:-18081}
 other_imds_port=${DEMO_OTHER_IMDS_PORT:-18082}
 prometheus_port=${DEMO_PROMETHEUS_PORT:-19091}
+repo_port=${DEMO_REPO_PORT:-18089}
 fqdn=demo-aks-dns-12345678.hcp.eastus.azmk8s.io
-lps_name=aks-security-patch.data.mcr.microsoft.com
 
 work=$root/.demo
 rm -rf "$work" && mkdir -p "$work/etc/components" "$work/events" "$work/opt"
@@ -40,11 +43,18 @@ wait_port() {  # by the listen table, so that probes do not show up as connectio
   for _ in $(seq 100); do [[ -n "$(ss -Hltn "sport = :$1")" ]] && return 0; sleep 0.1; done
   echo "nothing listens on $1" >&2; exit 1
 }
+# wait_until WHAT COMMAND...: polls COMMAND (every 0.1 s, 30 s at most) until it succeeds.
+wait_until() {
+  local what=$1
+  shift
+  for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done
+  echo "timed out waiting for $what" >&2; exit 1
+}
 
 # A stale process on one of these ports would answer instead of the demo's (and some servers
 # share a port silently with SO_REUSEPORT): refuse to start rather than demo the wrong thing.
 for p in "$proxy_port" "$lps_port" "$metrics_port" "$api_port" "$imds_port" "$foreign_imds_port" \
-  "$other_imds_port" "$prometheus_port"; do
+  "$other_imds_port" "$prometheus_port" "$repo_port"; do
   if [[ -n "$(ss -Hltn "sport = :$p")" ]]; then
     echo "port $p is already in use; pick others with DEMO_*_PORT (see the top of $0)" >&2
     exit 1
@@ -53,8 +63,12 @@ done
 
 step "cluster CA and certificates (OpenSSL)"
 source scripts/lib/certs.sh
-make_cluster_pki "$work/etc" demo-cluster-ca "$lps_name" "$fqdn"
-echo "CA: $work/etc/ca.pem; service cert for $lps_name; apiserver cert for $fqdn"
+# The service's certificate is for the apiserver FQDN, as the apiserver's own: nodes verify it
+# for the host they dial (AgentBaker #9351; before, they pinned
+# aks-security-patch.data.mcr.microsoft.com).
+make_cluster_pki "$work/etc" demo-cluster-ca "$fqdn" "$fqdn"
+echo "CA: $work/etc/ca.pem; service cert and apiserver cert, each for $fqdn"
+echo "the service's: $(openssl x509 -in "$work/etc/lps.pem" -noout -ext subjectAltName | tail -n +2 | tr -d ' ')"
 
 step "the node's bootstrap file (AKSNodeConfig) names the apiserver and the cluster CA"
 cat >"$work/opt/aks-node-controller-config.json" <<JSON
@@ -121,7 +135,7 @@ pids+=($!)
 for p in "$lps_port" "$api_port" "$proxy_port" "$prometheus_port"; do wait_port "$p"; done
 echo "proxy 127.0.0.1:$proxy_port -> ALPN aks-live-patching: 127.0.0.1:$lps_port, else: 127.0.0.1:$api_port"
 
-step "hotfix-agent check-hotfix (SNI $fqdn, ALPN aks-live-patching,h2, cert pinned to $lps_name)"
+step "hotfix-agent check-hotfix (SNI $fqdn, ALPN aks-live-patching,h2, the service's cert verified for $fqdn against the cluster CA)"
 pointer=$work/opt/aks-node-controller-hotfix.json
 printf '{"version":"202604.01.2","scripts_version":"202604.01.1"}' >"$pointer"
 echo "pointer before: $(cat "$pointer")"
@@ -148,6 +162,135 @@ echo "deb https://packages.microsoft.com/ubuntu/22.04/prod jammy main" \
   --vhd-binary "$work/opt/aks-node-controller" \
   --hotfix-binary "$work/opt/aks-node-controller-hotfix" \
   --node-custom-data "$work/opt/nodecustomdata.yml" 2>/dev/null
+
+hotfix=$(sed -n 's/.*"202604\.01":"\([^"]*\)".*/\1/p' "$pointer")
+[[ -n $hotfix ]] || { echo "the staged pointer names no hotfix for 202604.01" >&2; exit 1; }
+step "a signed apt repository with aks-node-controller $hotfix (the pointer's hotfix for 202604.01), served by nginx"
+# What packages.microsoft.com is to a node, made here by Debian's own tools
+# (tests/support/make-signed-repo.sh: gpg, dpkg-deb, apt-ftparchive): a signing key, the package
+# under pool/, dists/jammy/{InRelease,Packages.gz} signed with it.
+arch=$(dpkg --print-architecture)
+mkdir -p "$work/repo-src" "$work/repo-www/ubuntu/22.04"
+printf '#!/bin/sh\necho "aks-node-controller %s (from the hotfix package)"\n' "$hotfix" \
+  >"$work/repo-src/aks-node-controller"
+chmod 0755 "$work/repo-src/aks-node-controller"
+signed_repo=tests/support/make-signed-repo.sh
+echo "signing key: $("$signed_repo" key "$work/repo-key")"
+repo=$work/repo-www/ubuntu/22.04/prod
+deb=$("$signed_repo" deb "$repo" --key "$work/repo-key" --version "$hotfix" --ubuntu 22.04 \
+  --arch "$arch" --binary "$work/repo-src/aks-node-controller")
+echo "package: ${deb#"$work/repo-www/"} ($(stat -c %s "$deb") bytes)"
+(cd "$work/repo-www" && find ubuntu/22.04/prod/dists -type f | sort)
+# nginx as this user in the foreground, one process, everything it writes in its own folder
+# (tests/support/static_http_server.cc's configuration).
+mkdir -p "$work/nginx"
+cat >"$work/nginx/nginx.conf" <<NGINX
+master_process off;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log stderr notice;
+events { worker_connections 64; }
+http {
+  default_type application/octet-stream;
+  log_format repo '\$request_method \$request_uri \$status \$body_bytes_sent "\$http_user_agent"';
+  access_log $work/nginx/access.log repo;
+  client_body_temp_path $work/nginx/body;
+  proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi;
+  uwsgi_temp_path $work/nginx/uwsgi;
+  scgi_temp_path $work/nginx/scgi;
+  server_tokens off;
+  server {
+    listen 127.0.0.1:$repo_port;
+    root $work/repo-www;
+  }
+}
+NGINX
+nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -e stderr >"$work/nginx/nginx.log" 2>&1 &
+pids+=($!)
+wait_port "$repo_port"
+repo_url=http://127.0.0.1:$repo_port/ubuntu/22.04/prod
+echo "serving $repo_url"
+
+step "a scratch Ubuntu 22.04 node: os-release, microsoft-prod.list (signed-by the repository's key), the VHD binary"
+node=$work/node-ubuntu
+mkdir -p "$node/etc/apt/sources.list.d" "$node/etc/apt/keyrings" "$node/etc/apt/trusted.gpg.d" \
+  "$node/opt" "$node/usr/bin" "$node/events"
+printf 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\n' >"$node/etc/os-release"
+cp "$work/repo-key/keyring.gpg" "$node/etc/apt/keyrings/microsoft-prod.gpg"
+"$signed_repo" aptsource "$node/etc/apt/sources.list.d/microsoft-prod.list" --uri "$repo_url" \
+  --suite jammy --arch "$arch" --signed-by "$node/etc/apt/keyrings/microsoft-prod.gpg"
+printf '#!/bin/sh\necho "aks-node-controller 202604.01.0 (VHD)"\n' >"$node/opt/aks-node-controller"
+chmod 0755 "$node/opt/aks-node-controller"
+echo "os-release: $(tr '\n' ' ' <"$node/etc/os-release")"
+echo "microsoft-prod.list: $(cat "$node/etc/apt/sources.list.d/microsoft-prod.list")"
+echo "VHD binary: $(stat -c '%A' "$node/opt/aks-node-controller") $("$node/opt/aks-node-controller")"
+# A PATH on which apt-get and dpkg only say they were asked, and fail: the fast path must
+# not need them (dpkg-deb, gpgv and gpg are the real ones).
+mkdir -p "$work/no-package-manager"
+for pm in apt-get dpkg; do
+  printf '#!/bin/sh\necho "%s would run: $*" | tee -a %s >&2\nexit 100\n' "$pm" \
+    "$node/package-manager-runs" >"$work/no-package-manager/$pm"
+  chmod +x "$work/no-package-manager/$pm"
+done
+download_args=(download-hotfix --hotfix-pointer "$pointer" --current-version 202604.01.0
+  --os-release "$node/etc/os-release" --apt-sources-dir "$node/etc/apt/sources.list.d"
+  --apt-trusted-dir "$node/etc/apt/trusted.gpg.d"
+  --vhd-binary "$node/opt/aks-node-controller" --hotfix-binary "$node/opt/aks-node-controller-hotfix"
+  --package-binary "$node/usr/bin/aks-node-controller" --node-custom-data "$node/opt/nodecustomdata.yml"
+  --retry-backoff 10ms --events-dir "$node/events" --log-file "$node/download.log"
+  --node-config "$work/opt/aks-node-controller-config.json"
+  --nbc-cmd "$work/opt/aks-node-controller-nbc-cmd.sh"
+  --imds-url "http://127.0.0.1:$imds_port/metadata/attested/document?api-version=2025-04-07"
+  --connect-to "127.0.0.1:$proxy_port")
+
+step "hotfix-agent download-hotfix: $hotfix through the authenticated repository fast path (apt-get and dpkg not runnable)"
+rc=0
+PATH="$work/no-package-manager:$PATH" "$bin/hotfix-agent" "${download_args[@]}" 2>/dev/null || rc=$?
+echo "exit code $rc"
+grep -h -e '"msg":"trying the authenticated repository fast path"' \
+  -e '"msg":"downloaded ANC hotfix through authenticated repository fast path"' \
+  -e '"msg":"reported hotfix outcome to LPS"' "$node/download.log"
+in_package=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/bin/aks-node-controller | sha256sum | cut -d' ' -f1)
+staged=$(sha256sum "$node/opt/aks-node-controller-hotfix" | cut -d' ' -f1)
+echo "usr/bin/aks-node-controller in the package: sha256 $in_package"
+echo "staged $node/opt/aks-node-controller-hotfix: sha256 $staged, $(stat -c %A "$node/opt/aks-node-controller-hotfix") (the VHD binary's mode)"
+[[ $rc == 0 && $staged == "$in_package" ]] || { echo "the fast path did not stage the package's binary" >&2; exit 1; }
+echo "it runs: $("$node/opt/aks-node-controller-hotfix")"
+if [[ -e $node/package-manager-runs ]]; then
+  cat "$node/package-manager-runs"; echo "a package manager ran" >&2; exit 1
+fi
+[[ -e $node/usr/bin/aks-node-controller ]] || echo "apt-get / dpkg: never run; nothing installed at $node/usr/bin/aks-node-controller"
+echo "nginx's access log (what the node fetched):"
+cat "$work/nginx/access.log"
+
+step "the same package with one byte changed: integrity failure, the staged hotfix deleted, no apt-get"
+# The earlier hotfix a previous boot staged, which the launcher would run if it stayed.
+printf '#!/bin/sh\necho "aks-node-controller 202604.01.2 (an earlier hotfix)"\n' \
+  >"$node/opt/aks-node-controller-hotfix"
+chmod 0755 "$node/opt/aks-node-controller-hotfix"
+echo "staged before: $("$node/opt/aks-node-controller-hotfix")"
+offset=$(($(stat -c %s "$deb") / 2))
+byte=$(od -An -tu1 -j "$offset" -N1 "$deb" | tr -d ' ')
+printf '%b' "\\0$(printf '%03o' $(((byte + 1) % 256)))" | dd of="$deb" bs=1 seek="$offset" conv=notrunc status=none
+echo "byte $offset of ${deb##*/}: $byte -> $(od -An -tu1 -j "$offset" -N1 "$deb" | tr -d ' ') (InRelease and Packages.gz untouched: they still sign the original)"
+: >"$work/nginx/access.log"
+rc=0
+PATH="$work/no-package-manager:$PATH" "$bin/hotfix-agent" "${download_args[@]}" 2>/dev/null || rc=$?
+echo "exit code $rc"
+grep -h -e '"msg":"download-hotfix failed"' -e 'integrity' "$node/download.log" | tail -n 3
+[[ $rc == 1 ]] || { echo "want exit 1 after an integrity failure" >&2; exit 1; }
+if [[ -e $node/opt/aks-node-controller-hotfix ]]; then
+  echo "the staged hotfix survived an integrity failure" >&2; exit 1
+fi
+echo "$node/opt/aks-node-controller-hotfix: deleted (the launcher falls back to the VHD binary)"
+if [[ -e $node/package-manager-runs ]]; then
+  cat "$node/package-manager-runs"; echo "a package manager ran" >&2; exit 1
+fi
+echo "apt-get / dpkg: never run"
+echo "nginx's access log:"
+cat "$work/nginx/access.log"
+
 step "the guest-agent event"
 cat "$work"/events/*.json; echo
 step "the agent's log lines"
@@ -171,8 +314,27 @@ foreign_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$foreign_imds_port}")
 "$bin/hotfix-agent" "${foreign_args[@]}" --dry-run 2>/dev/null
 tail -n 1 "$work/lps.log"
 step "a client offering only h2 (kubectl, say) reaches the apiserver, not the service"
+# Both certificates name $fqdn now: which one answered is told by its fingerprint.
 openssl s_client -connect "127.0.0.1:$proxy_port" -servername "$fqdn" -alpn h2 \
-  -CAfile "$work/etc/ca.pem" </dev/null 2>/dev/null | grep -E "^subject=|ALPN protocol" || true
+  -CAfile "$work/etc/ca.pem" </dev/null >"$work/s_client.out" 2>/dev/null || true
+grep -E "^subject=|^ALPN protocol|^Verify return code" "$work/s_client.out" || true
+fingerprint() { openssl x509 -noout -fingerprint -sha256 "$@" | cut -d= -f2; }
+answered=$(fingerprint <"$work/s_client.out" 2>/dev/null || true)
+if [[ $answered == "$(fingerprint -in "$work/etc/apiserver.pem")" ]]; then
+  echo "certificate $answered: the apiserver's"
+elif [[ $answered == "$(fingerprint -in "$work/etc/lps.pem")" ]]; then
+  echo "certificate $answered: the service's (the proxy routed an h2-only client to it)" >&2; exit 1
+else
+  echo "no certificate from the proxy" >&2; exit 1
+fi
+
+rollouts() {  # GET /rollouts: the rollouts the service holds now, and their state
+  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+  printf 'GET /rollouts HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+  sed '1,/^\r$/d' <&3
+  exec 3<&-
+}
+rollouts_show() { rollouts | grep -q -- "$1"; }
 
 step "a staged rollout: 202604.01.4 for one node of the cluster (match.vm_ids), the rest keeps 202604.01.3"
 node_vm=02aab8a4-74ef-476e-8182-f6d2ba4166a6  # the first IMDS stand-in's node
@@ -194,7 +356,8 @@ JSON
 "$bin/live-patching-service" validate --components-dir "$work/etc/components-next"
 cp "$work/etc/components-next/aksNodeController.json" "$work/etc/components/.next.tmp"
 mv "$work/etc/components/.next.tmp" "$work/etc/components/aksNodeController.json"
-sleep 1  # the store reloads within a second (inotify, 200 ms debounce)
+# The store reloads within a second (inotify, 200 ms debounce): until the service holds it.
+wait_until "the service to load anc-202604.01.4-canary" rollouts_show '"anc-202604.01.4-canary"'
 for node in "$imds_port:$node_vm" "$other_imds_port:$other_vm"; do
   port=${node%%:*}
   node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$port}")
@@ -209,10 +372,7 @@ for vm in "$node_vm" "$other_vm"; do
     --subscription 8d10da13-8125-4ba9-a717-bf7490507b3d --cluster "$fqdn"
 done
 step "the rollouts' status (127.0.0.1:$metrics_port/rollouts)"
-exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
-printf 'GET /rollouts HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
-sed '1,/^\r$/d' <&3
-exec 3<&-
+rollouts
 
 step "a canary that halts itself: 202604.01.5 for both nodes, halting past 40% failures of 2 reports"
 cat >"$work/etc/components/.next.tmp" <<JSON
@@ -229,7 +389,10 @@ cat >"$work/etc/components/.next.tmp" <<JSON
 }
 JSON
 mv "$work/etc/components/.next.tmp" "$work/etc/components/aksNodeController.json"
-sleep 2  # reloaded, and judged once (no reports yet: it applies)
+# Until it is loaded and judged once (no reports yet: it applies); it is the only rollout with
+# an auto_halt, so the only one with an evaluated_at.
+wait_until "the service to load anc-202604.01.5-canary" rollouts_show '"anc-202604.01.5-canary"'
+wait_until "a first evaluation of anc-202604.01.5-canary" rollouts_show '"evaluated_at": "'
 # Each node installs what check-hotfix staged, with an apt-get that fails (no shell: a
 # stand-in first on PATH), and reports the failure through the same route as check-hotfix.
 mkdir -p "$work/fakebin"
@@ -258,13 +421,7 @@ for node in "$imds_port:$node_vm" "$other_imds_port:$other_vm"; do
   echo "node ${node#*:}: staged $(tr -d '\n' <"$pointer"), download-hotfix exit $rc"
 done
 grep -h '"msg":"reported hotfix outcome to LPS"' "$work/download.log" || true
-rollouts() {
-  exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
-  printf 'GET /rollouts HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
-  sed '1,/^\r$/d' <&3
-  exec 3<&-
-}
-for _ in $(seq 60); do rollouts | grep -q '"auto-halted"' && break; sleep 0.5; done
+wait_until "the canary to halt itself" rollouts_show '"auto-halted"'
 rollouts
 grep -h '"msg":"rollout auto-halted"' "$work/lps.log" || true
 printf '{}' >"$pointer"

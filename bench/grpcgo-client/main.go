@@ -4,7 +4,9 @@
 // compares two programs doing the same work: read the node config, fetch the IMDS attested
 // document, dial the live-patching service through the ALPN-routing proxy, call
 // GetComponentConfig, stage the pointer with a read-modify-write, write one guest-agent event
-// and JSON log lines.
+// and JSON log lines. The dial is the reference's since AgentBaker #9351 and grpc.WithNoProxy
+// (aks-node-controller/checkhotfix_grpc.go @8062e4b768): the service's certificate verified
+// against the cluster CA for the apiserver host, no proxy.
 //
 // Deliberate differences from the reference, and why they do not favour hotfix-agent:
 //   - grpc.DialContext (non-blocking, like NewClient's lazy connect) instead of
@@ -12,10 +14,10 @@
 //     "passthrough", NewClient's is "dns": with --connect-to neither client resolves the
 //     apiserver name, so both skip DNS here.
 //   - --connect-to HOST:PORT is a grpc.WithContextDialer that sends the TCP connection
-//     elsewhere while SNI (taken by credentials.NewTLS from the authority) and :authority
-//     stay "<apiserver host>:443", exactly what hotfix-agent's --connect-to does. A custom
-//     dialer also bypasses grpc-go's HTTPS_PROXY handling; the bench unsets proxy variables
-//     for both clients anyway.
+//     elsewhere while the server name (taken by credentials.NewTLS from the authority: the
+//     SNI and the name the certificate is verified for) and :authority stay
+//     "<apiserver host>:443", exactly what hotfix-agent's --connect-to does. The proxy is off
+//     with or without it (grpc.WithNoProxy, as the reference).
 //   - The node config is decoded with encoding/json (snake_case or lowerCamelCase keys) rather
 //     than protojson into the full generated AKSNodeConfig; protojson would only make the Go
 //     side slower.
@@ -74,7 +76,6 @@ const (
 	imdsBodyCap            = 1 << 20
 	ancComponentName       = "aksNodeController"
 	lpsAttestedMetadataKey = "authorization"
-	lpsServerName          = "aks-security-patch.data.mcr.microsoft.com"
 	eventVersion           = "1.23"
 	eventTimeLayout        = "2006-01-02 15:04:05.000"
 )
@@ -238,34 +239,6 @@ func fetchIMDSAttestedToken(ctx context.Context, url string, log *logger) (strin
 // ---------------------------------------------------------------------------------------
 // TLS + gRPC (docs/REFERENCE.md, "The connection", "The call").
 
-func verifyChainAgainstPool(rawCerts [][]byte, pool *x509.CertPool, dnsName string) error {
-	if len(rawCerts) == 0 {
-		return errors.New("server presented no certificates")
-	}
-	leaf, err := x509.ParseCertificate(rawCerts[0])
-	if err != nil {
-		return fmt.Errorf("parsing server certificate: %w", err)
-	}
-	inter := x509.NewCertPool()
-	for _, raw := range rawCerts[1:] {
-		c, err := x509.ParseCertificate(raw)
-		if err != nil {
-			return fmt.Errorf("parsing intermediate certificate: %w", err)
-		}
-		inter.AddCert(c)
-	}
-	if _, err := leaf.Verify(x509.VerifyOptions{
-		DNSName:       dnsName,
-		Roots:         pool,
-		Intermediates: inter,
-		CurrentTime:   time.Now(),
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}); err != nil {
-		return fmt.Errorf("server certificate verification failed: %w", err)
-	}
-	return nil
-}
-
 // dialHost: net.SplitHostPort's host when the name splits, the raw name otherwise; always
 // port 443 (docs/REFERENCE.md, "Inputs").
 func dialTarget(apiServerName string) string {
@@ -277,8 +250,8 @@ func dialTarget(apiServerName string) string {
 }
 
 type opts struct {
-	nodeConfig, pointer, imdsURL, connectTo, serverName, component string
-	eventsDir, logFile, currentVersion                             string
+	nodeConfig, pointer, imdsURL, connectTo, component string
+	eventsDir, logFile, currentVersion                 string
 }
 
 func fetchLPS(o opts, log *logger) ([]byte, error) {
@@ -297,20 +270,23 @@ func fetchLPS(o opts, log *logger) ([]byte, error) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, errors.New("dialing LPS gRPC: failed to parse cluster CA PEM")
 	}
+	// AgentBaker #9351: Go's standard verification against the cluster CA alone (no system
+	// roots), for the apiserver host. No ServerName: credentials.NewTLS fills it from the
+	// dial target's host (port stripped), and that one name is both the SNI and the name the
+	// certificate must carry (for an IP literal, no SNI and the IP SANs are checked). The
+	// service presents a certificate for the same apiserver FQDN.
 	creds := credentials.NewTLS(&tls.Config{
-		ServerName:         "", // grpc-go fills it from the authority: SNI = apiserver host
-		NextProtos:         []string{lpsALPNProto, alpnH2Proto},
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: true, // replaced by the pinned-name check below
-		VerifyPeerCertificate: func(rawCerts [][]byte, _ [][]*x509.Certificate) error {
-			return verifyChainAgainstPool(rawCerts, pool, o.serverName)
-		},
+		RootCAs:    pool,
+		NextProtos: []string{lpsALPNProto, alpnH2Proto},
+		MinVersion: tls.VersionTLS12,
 	})
 
 	target := dialTarget(fqdn)
 	ctx, cancel := context.WithTimeout(context.Background(), lpsFetchTimeout)
 	defer cancel()
-	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	// grpc.WithNoProxy: HTTPS_PROXY/NO_PROXY are ignored, TCP goes straight to the target (or
+	// to --connect-to), as in the reference.
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithNoProxy()}
 	if o.connectTo != "" {
 		dest := o.connectTo
 		dialOpts = append(dialOpts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
@@ -535,7 +511,6 @@ func main() {
 	fs.StringVar(&o.pointer, "hotfix-pointer", "/opt/azure/containers/aks-node-controller-hotfix.json", "pointer file")
 	fs.StringVar(&o.imdsURL, "imds-url", "http://169.254.169.254/metadata/attested/document?api-version=2025-04-07", "IMDS URL")
 	fs.StringVar(&o.connectTo, "connect-to", "", "HOST:PORT TCP destination; SNI and :authority stay the apiserver's")
-	fs.StringVar(&o.serverName, "server-name", lpsServerName, "name the service certificate must carry")
 	fs.StringVar(&o.component, "component", ancComponentName, "component")
 	fs.StringVar(&o.eventsDir, "events-dir", "/var/log/azure/Microsoft.Azure.Extensions.CustomScript/events", "events folder")
 	fs.StringVar(&o.logFile, "log-file", "/var/log/azure/aks-node-controller.log", "log file")

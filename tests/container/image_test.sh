@@ -7,7 +7,8 @@
 #   - gRPC health answers SERVING on the health port (h2c, curl);
 #   - a real `hotfix-agent check-hotfix` (the host's binary, with the IMDS stand-in signing its
 #     attested document) gets the component's hotfix from the containerized service over TLS
-#     and stages the pointer;
+#     (the service's certificate is for the apiserver FQDN, which the node verifies it for:
+#     AgentBaker #9351) and stages the pointer;
 #   - SIGTERM drains and stops the container with exit 0.
 # It prints the image size. Run after build-image.sh:
 #   deploy/container/build-image.sh && tests/container/image_test.sh
@@ -92,13 +93,14 @@ expect_eq "image user" "$("${podman[@]}" image inspect --format '{{.Config.User}
   "65532:65532"
 
 echo "== the files the service reads, owned by its uid (mounted read-only)"
-lps_name=aks-security-patch.data.mcr.microsoft.com
 fqdn=image-test-aks-dns-12345678.hcp.eastus.azmk8s.io
 etc=$work/etc
 mkdir -p "$etc/components" "$work/node/events"
 # shellcheck source=/dev/null
 source scripts/lib/certs.sh
-make_cluster_pki "$etc" image-test-cluster-ca "$lps_name" "$fqdn"
+# The service's certificate for the apiserver FQDN: nodes verify it for the host they dial
+# (AgentBaker #9351; they pinned aks-security-patch.data.mcr.microsoft.com before).
+make_cluster_pki "$etc" image-test-cluster-ca "$fqdn" "$fqdn"
 "$bin/imds-standin" --listen 127.0.0.1:0 --write-signer-ca "$etc/imds-root.pem" \
   >"$work/imds.out" 2>"$work/imds.log" &
 pids+=($!)

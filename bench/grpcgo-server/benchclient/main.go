@@ -14,9 +14,11 @@
 //                    [--report VERSION] [--want-code N]
 //       the node-boot load (bench/node_boot_bench.sh): P workers, each in a loop until S
 //       seconds have passed or the tokens run out: a new TCP connection, a full TLS handshake
-//       (no session resumption; SNI = --server-name, ALPN aks-live-patching,h2, certificate
-//       not verified), ONE unary GetComponentConfig with the next unused line of F (from line
-//       K+1 on) as `authorization`, then the connection is closed. The call is a raw HTTP/2
+//       (no session resumption; SNI = --server-name, the apiserver's name as a node sends it,
+//       which is also the name on the service's certificate since AgentBaker #9351; ALPN
+//       aks-live-patching,h2; certificate not verified: the server's work is measured), ONE
+//       unary GetComponentConfig with the next unused line of F (from line K+1 on) as
+//       `authorization`, then the connection is closed. The call is a raw HTTP/2
 //       exchange (golang.org/x/net/http2 framer + hpack) with the headers hotfix-agent sends
 //       (:method, :scheme, :path, :authority, content-type, te, grpc-timeout, user-agent,
 //       authorization never indexed); it needs :status 200, grpc-status in the trailers (or a
