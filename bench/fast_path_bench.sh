@@ -144,31 +144,8 @@ for repo in "${repos[@]}"; do
   rm -f "$src"
 done
 
-mkdir -p "$work/nginx"
-cat >"$work/nginx/nginx.conf" <<NGINX
-master_process off;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log stderr notice;
-events { worker_connections 256; }
-http {
-  default_type application/octet-stream;
-  log_format repo '\$request_method \$request_uri \$status \$body_bytes_sent "\$http_user_agent"';
-  access_log $work/nginx/access.log repo;
-  client_body_temp_path $work/nginx/body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  server_tokens off;
-  sendfile on;
-  keepalive_timeout 5s;
-  server {
-    listen 127.0.0.1:$port;
-    root $www;
-  }
-}
-NGINX
+source "$root/scripts/lib/static_nginx.sh"
+static_nginx_conf "$work/nginx" "$www" "$port"
 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -e stderr >"$work/nginx/nginx.log" 2>&1 &
 pids+=($!)
 stack_wait_port "$port" "$work/nginx/nginx.log"

@@ -183,29 +183,8 @@ echo "package: ${deb#"$work/repo-www/"} ($(stat -c %s "$deb") bytes)"
 (cd "$work/repo-www" && find ubuntu/22.04/prod/dists -type f | sort)
 # nginx as this user in the foreground, one process, everything it writes in its own folder
 # (tests/support/static_http_server.cc's configuration).
-mkdir -p "$work/nginx"
-cat >"$work/nginx/nginx.conf" <<NGINX
-master_process off;
-daemon off;
-pid $work/nginx/nginx.pid;
-error_log stderr notice;
-events { worker_connections 64; }
-http {
-  default_type application/octet-stream;
-  log_format repo '\$request_method \$request_uri \$status \$body_bytes_sent "\$http_user_agent"';
-  access_log $work/nginx/access.log repo;
-  client_body_temp_path $work/nginx/body;
-  proxy_temp_path $work/nginx/proxy;
-  fastcgi_temp_path $work/nginx/fastcgi;
-  uwsgi_temp_path $work/nginx/uwsgi;
-  scgi_temp_path $work/nginx/scgi;
-  server_tokens off;
-  server {
-    listen 127.0.0.1:$repo_port;
-    root $work/repo-www;
-  }
-}
-NGINX
+source scripts/lib/static_nginx.sh
+static_nginx_conf "$work/nginx" "$work/repo-www" "$repo_port"
 nginx -p "$work/nginx" -c "$work/nginx/nginx.conf" -e stderr >"$work/nginx/nginx.log" 2>&1 &
 pids+=($!)
 wait_port "$repo_port"

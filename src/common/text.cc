@@ -54,4 +54,16 @@ std::string OneLine(std::string s) {
   return s;
 }
 
+std::vector<std::string_view> SplitOnAny(std::string_view s, bool (*is_separator)(char)) {
+  std::vector<std::string_view> pieces;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_separator(s[i])) ++i;
+    const size_t start = i;
+    while (i < s.size() && !is_separator(s[i])) ++i;
+    if (i > start) pieces.push_back(s.substr(start, i - start));
+  }
+  return pieces;
+}
+
 }  // namespace hotfix

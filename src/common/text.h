@@ -6,12 +6,23 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hotfix {
 
 constexpr bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 constexpr bool IsAsciiAlpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 constexpr bool IsAsciiAlnum(char c) { return IsAsciiDigit(c) || IsAsciiAlpha(c); }
+// Space and tab: what separates fields on one line of the repository formats.
+constexpr bool IsAsciiBlank(char c) { return c == ' ' || c == '\t'; }
+// C's isspace in the "C" locale: blanks, line breaks, form feed, vertical tab.
+constexpr bool IsAsciiSpace(char c) {
+  return IsAsciiBlank(c) || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+// The runs of s between separators (no empty pieces): SplitOnAny("a, b,,c", comma-or-space)
+// is {"a", "b", "c"}. The views point into s.
+std::vector<std::string_view> SplitOnAny(std::string_view s, bool (*is_separator)(char));
 
 // A name of the shape the component and rollout files use: 1 to max_chars characters of
 // [A-Za-z0-9._-], the first a letter (or, with digit_first, a letter or a digit).

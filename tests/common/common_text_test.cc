@@ -1,5 +1,6 @@
 #include "common/text.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace hotfix {
@@ -54,6 +55,14 @@ TEST(TextTest, TrimBlanksTakesSpacesAndTabsOffBothEndsOnly) {
 TEST(TextTest, OneLineTurnsLineBreaksIntoSpaces) {
   EXPECT_EQ(OneLine("a\nb\r\nc"), "a b  c");
   EXPECT_EQ(OneLine("a\tb"), "a\tb");
+}
+
+TEST(TextTest, SplitOnAnyDropsEveryRunOfSeparators) {
+  auto comma_or_space = [](char c) { return c == ',' || IsAsciiSpace(c); };
+  EXPECT_THAT(SplitOnAny("a, b,,c\n", comma_or_space), ::testing::ElementsAre("a", "b", "c"));
+  EXPECT_THAT(SplitOnAny(",, \t", comma_or_space), ::testing::IsEmpty());
+  EXPECT_THAT(SplitOnAny("one", IsAsciiBlank), ::testing::ElementsAre("one"));
+  EXPECT_TRUE(IsAsciiSpace('\v') && IsAsciiSpace('\f') && !IsAsciiBlank('\n'));
 }
 
 }  // namespace

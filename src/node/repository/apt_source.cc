@@ -14,25 +14,7 @@ namespace {
 
 constexpr size_t kMaxEchoedBytes = 64;
 
-bool IsBlank(char c) { return c == ' ' || c == '\t'; }
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-// Splits on any run of the separators; no empty tokens.
-std::vector<std::string_view> SplitOn(std::string_view s, bool (*is_separator)(char)) {
-  std::vector<std::string_view> tokens;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && is_separator(s[i])) ++i;
-    size_t start = i;
-    while (i < s.size() && !is_separator(s[i])) ++i;
-    if (i > start) tokens.push_back(s.substr(start, i - start));
-  }
-  return tokens;
-}
-
-std::vector<std::string_view> Fields(std::string_view s) { return SplitOn(s, IsSpace); }
+std::vector<std::string_view> Fields(std::string_view s) { return SplitOnAny(s, IsAsciiSpace); }
 
 bool Contains(const std::vector<std::string_view>& tokens, std::string_view want) {
   return std::find(tokens.begin(), tokens.end(), want) != tokens.end();
@@ -61,7 +43,8 @@ Status CheckSize(std::string_view text, std::string_view what) {
 // needs keyring files, so anything but an absolute path makes the source unusable here.
 StatusOr<std::vector<std::string>> ParseSignedBy(std::string_view value) {
   std::vector<std::string> paths;
-  for (std::string_view token : SplitOn(value, [](char c) { return c == ',' || IsSpace(c); })) {
+  for (std::string_view token :
+       SplitOnAny(value, [](char c) { return c == ',' || IsAsciiSpace(c); })) {
     if (token.front() != '/') {
       return Status::FailedPrecondition(
           "APT Signed-By contains unsupported non-path constraint \"" +
@@ -122,7 +105,7 @@ StatusOr<AptSource> ParseDeb822Sources(std::string_view text, std::string_view a
       return;
     }
     if (line.front() == '#') return;
-    if (IsBlank(line.front())) {
+    if (IsAsciiBlank(line.front())) {
       // A continuation before any field has nothing to extend: ignored, as apt would not
       // read it either.
       if (last_value != nullptr) {
@@ -189,7 +172,7 @@ StatusOr<AptSource> ParseOneLineSources(std::string_view text, std::string_view 
         std::string_view key = option.substr(0, eq), value = option.substr(eq + 1);
         if (key == "arch") {
           have_arch = true;
-          arches = SplitOn(value, [](char c) { return c == ','; });
+          arches = SplitOnAny(value, [](char c) { return c == ','; });
         } else if (key == "signed-by") {
           signed_by = value;
         }

@@ -12,8 +12,6 @@ namespace {
 constexpr size_t kBlockBytes = 64 * 1024;
 constexpr size_t kMaxEchoedBytes = 256;
 
-bool IsBlank(char c) { return c == ' ' || c == '\t'; }
-
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -163,7 +161,7 @@ StatusOr<std::optional<DebStanza>> FindPackageStanza(std::istream& in,
       fields.Reset();
       continue;
     }
-    if (IsBlank(line.front())) continue;  // a continuation: no field this reader needs has one
+    if (IsAsciiBlank(line.front())) continue;  // a continuation: no field this reader needs has one
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     fields.Take(TrimBlanks(line.substr(0, colon)), TrimBlanks(line.substr(colon + 1)));

@@ -13,8 +13,6 @@ constexpr std::string_view kEndSignature = "-----END PGP SIGNATURE-----";
 constexpr std::string_view kArmorDashes = "-----";
 constexpr size_t kMaxEchoedBytes = 256;
 
-bool IsBlank(char c) { return c == ' ' || c == '\t'; }
-
 // Reads a text line by line; each line without its "\n" and the "\r" before it.
 class Lines {
  public:
@@ -38,7 +36,7 @@ class Lines {
 
 // An armor line: GnuPG ignores whitespace after one, so this does too.
 bool IsArmorLine(std::string_view line, std::string_view armor) {
-  while (!line.empty() && IsBlank(line.back())) line.remove_suffix(1);
+  while (!line.empty() && IsAsciiBlank(line.back())) line.remove_suffix(1);
   return line == armor;
 }
 
@@ -108,7 +106,7 @@ StatusOr<ReleaseEntry> FindReleaseSha256(std::string_view signed_text, std::stri
   std::string_view line;
   bool in_sha256 = false;
   while (lines.Next(&line)) {
-    if (line.empty() || !IsBlank(line.front())) {
+    if (line.empty() || !IsAsciiBlank(line.front())) {
       in_sha256 = line == "SHA256:";
       continue;
     }
@@ -116,10 +114,10 @@ StatusOr<ReleaseEntry> FindReleaseSha256(std::string_view signed_text, std::stri
     std::string_view fields[3];
     size_t count = 0, i = 0;
     while (count <= 3) {
-      while (i < line.size() && IsBlank(line[i])) ++i;
+      while (i < line.size() && IsAsciiBlank(line[i])) ++i;
       if (i == line.size()) break;
       size_t start = i;
-      while (i < line.size() && !IsBlank(line[i])) ++i;
+      while (i < line.size() && !IsAsciiBlank(line[i])) ++i;
       if (count < 3) fields[count] = line.substr(start, i - start);
       ++count;
     }

@@ -11,22 +11,6 @@ namespace {
 
 constexpr size_t kMaxEchoedBytes = 256;
 
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-std::vector<std::string_view> SplitOn(std::string_view s, bool (*is_separator)(char)) {
-  std::vector<std::string_view> tokens;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && is_separator(s[i])) ++i;
-    size_t start = i;
-    while (i < s.size() && !is_separator(s[i])) ++i;
-    if (i > start) tokens.push_back(s.substr(start, i - start));
-  }
-  return tokens;
-}
-
 // One "[section]" and its keys. A repeated key keeps its last value, as a map filled line by
 // line does; a repeated section name starts another section rather than merging into the
 // first (each is judged on what it says itself).
@@ -55,7 +39,7 @@ StatusOr<std::optional<YumRepo>> FromSection(const Section& s, const std::string
   YumRepo repo;
   repo.section = s.name;
   for (std::string_view key :
-       SplitOn(s.Get("gpgkey"), [](char c) { return c == ',' || IsSpace(c); })) {
+       SplitOnAny(s.Get("gpgkey"), [](char c) { return c == ',' || IsAsciiSpace(c); })) {
     std::string_view path = key;
     if (path.starts_with("file://")) path.remove_prefix(7);
     // A remote key means the repository's owner expects dnf to fetch its trust over the
@@ -68,7 +52,7 @@ StatusOr<std::optional<YumRepo>> FromSection(const Section& s, const std::string
     }
     repo.gpgkey_paths.emplace_back(path);
   }
-  std::vector<std::string_view> baseurls = SplitOn(s.Get("baseurl"), IsSpace);
+  std::vector<std::string_view> baseurls = SplitOnAny(s.Get("baseurl"), IsAsciiSpace);
   if (baseurls.empty()) return std::optional<YumRepo>();
   repo.baseurl = std::string(baseurls[0]);
   return std::optional<YumRepo>(std::move(repo));
