@@ -44,12 +44,12 @@
 #                     `perf record` with call graphs; the summary gets where each server's
 #                     CPU goes, bench/out/node-boot/perf-{cxx,go}-*.txt the full reports
 #   Ports (env): BENCH_BOOT_PORT_BASE=18700 (uses BASE..BASE+8)
-#   BENCH_JOBS=1 (nice -n 10 ninja -j), BUILD_ROOT=build (build dirs: bench-svc, bench-go-server,
+#   BENCH_JOBS=1 (nice -n 10 ninja -j), BUILD_ROOT=build (build dirs: release, bench-go-server,
 #   bench-tools)
 #   BENCH_CXX_BIN=/path/live-patching-service: run this prebuilt service binary, build nothing
 #   in C++ (e.g. HEAD's, built in a `git worktree` while src/service is mid-rewrite); the
 #   imds-standin next to it, if any, serves the cross-check token
-#   BENCH_NO_BUILD=1: the binaries already in $BUILD_ROOT/bench-svc
+#   BENCH_NO_BUILD=1: the binaries already in $BUILD_ROOT/release
 #   BENCH_CXX_ENV='VAR=value ...': environment for the C++ server only
 #
 # The pool: bench/mint_tokens.c (cc, libcrypto) signs N documents before any measurement with
@@ -141,22 +141,22 @@ if [[ -n ${BENCH_CXX_BIN:-} ]]; then
   cxx_origin="prebuilt $cxx_bin${rev:+ (its checkout is at $rev)}"
 else
   if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
-    cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
+    cmake -S . -B "$build_root/release" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
       -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-    nice -n 10 ninja -j"$jobs" -C "$build_root/bench-svc" live-patching-service imds-standin boot-client \
+    nice -n 10 ninja -j"$jobs" -C "$build_root/release" live-patching-service imds-standin boot-client \
       >"$out/ninja.log" 2>&1 ||
       die "build failed (see $out/ninja.log). To bench the last commit instead:
   git worktree add --detach /tmp/lps-head HEAD && cd /tmp/lps-head &&
-  cmake -S . -B build/bench-svc -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTFIX_AGENT_VERSION=202604.01.0 &&
-  nice -n 10 ninja -j1 -C build/bench-svc live-patching-service imds-standin
-  then BENCH_CXX_BIN=/tmp/lps-head/build/bench-svc/bin/live-patching-service $0"
+  cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTFIX_AGENT_VERSION=202604.01.0 &&
+  nice -n 10 ninja -j1 -C build/release live-patching-service imds-standin
+  then BENCH_CXX_BIN=/tmp/lps-head/build/release/bin/live-patching-service $0"
   fi
-  cxx_bin=$root/$build_root/bench-svc/bin/live-patching-service
+  cxx_bin=$root/$build_root/release/bin/live-patching-service
   [[ -x $cxx_bin ]] || die "no $cxx_bin (BENCH_NO_BUILD=1 without a build?)"
-  cxx_origin="$build_root/bench-svc"
+  cxx_origin="$build_root/release"
 fi
 imds_bin=$(dirname "$cxx_bin")/imds-standin
-boot_client=$root/$build_root/bench-svc/bin/boot-client
+boot_client=$root/$build_root/release/bin/boot-client
 [[ $client == go || -x $boot_client ]] || die "--client cxx: no $boot_client (build boot-client)"
 [[ -x $imds_bin ]] || imds_bin=''
 stack_bench_tools "$build_root"

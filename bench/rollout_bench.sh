@@ -23,7 +23,7 @@
 #                  overhead, which other load on the machine disturbs less than CPU per call
 #                  does (a share of the server's own samples). Default 0: none
 #   Ports (env): BENCH_ROLLOUT_PORT_BASE=18760 (uses BASE..BASE+3)
-#   BENCH_JOBS=1, BUILD_ROOT=build: builds live-patching-service in $BUILD_ROOT/bench-svc
+#   BENCH_JOBS=1, BUILD_ROOT=build: builds live-patching-service in $BUILD_ROOT/release
 #   (Release, nice -n 10 ninja -j$BENCH_JOBS) as bench/node_boot_bench.sh does;
 #   BENCH_NO_BUILD=1: the binary already there; BENCH_CXX_BIN=/path: that binary, no build.
 #

@@ -18,11 +18,11 @@
 #                   lps-trivial-bench-server, the service's gRPC set-up; Go: grpcgo-server
 #                   --trivial); no identity check, store, metrics or access log in either
 #   Ports (env): BENCH_SVC_PORT_BASE=18600 (uses BASE..BASE+7)
-#   BENCH_JOBS=2 (ninja -j), BUILD_ROOT=build (build dirs: bench-svc, bench-go-server)
+#   BENCH_JOBS=2 (ninja -j), BUILD_ROOT=build (build dirs: release, bench-go-server)
 #   BENCH_CXX_ENV='VAR=value ...': environment for the C++ server only (e.g.
 #   GRPC_POLL_STRATEGY=poll), to try libgrpc's settings without a rebuild
-#   BENCH_NO_BUILD=1: run the binaries already in bench-svc (built by hand, e.g. while someone
-#   else's half-done change elsewhere in the tree does not compile)
+#   BENCH_NO_BUILD=1: run the binaries already in $BUILD_ROOT/release (built by hand, e.g. while
+#   someone else's half-done change elsewhere in the tree does not compile)
 #
 # Throughput: h2load drives unary GetComponentConfig (5-byte gRPC framing + the protobuf
 # GetComponentConfigRequest{component_name:"aksNodeController"}) with the attested document in
@@ -81,12 +81,12 @@ stack_raise_fds $((idle_conns + 1000))
 log "build (Release; ninja -j$jobs)"
 scripts/install-deps.sh --bench >&2
 if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
-  cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
+  cmake -S . -B "$build_root/release" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
     -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-  ninja -j"$jobs" -C "$build_root/bench-svc" live-patching-service lps-trivial-bench-server \
-    imds-standin hotfix-agent >/dev/null || die "build failed: ninja -C $build_root/bench-svc"
+  ninja -j"$jobs" -C "$build_root/release" live-patching-service lps-trivial-bench-server \
+    imds-standin hotfix-agent >/dev/null || die "build failed: ninja -C $build_root/release"
 fi
-bin=$root/$build_root/bench-svc/bin
+bin=$root/$build_root/release/bin
 goserver=$(bench/grpcgo-server/build.sh "$root/$build_root/bench-go-server")
 benchclient=$(dirname "$goserver")/benchclient
 

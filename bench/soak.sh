@@ -24,8 +24,10 @@
 # SETTINGS_MAX_CONCURRENT_STREAMS; h2load does not retry a refused stream) h2load streams, SOAK_IDLE
 # (2000) idle TLS+HTTP/2, SOAK_SILENT (500) TLS then nothing, SOAK_SLOW (500) preface one
 # byte per 5 s, SOAK_HELLO (500) ClientHello one byte per 5 s (direct), SOAK_RSS_GROWTH_MB
-# (128), SOAK_PORT_BASE (18700, uses BASE..BASE+5), BUILD_ROOT (build; binaries from
-# $BUILD_ROOT/bench-svc, as bench/service_bench.sh), BENCH_NO_BUILD=1 to skip ninja.
+# (128), SOAK_PORT_BASE (18700, uses BASE..BASE+5), BUILD_ROOT (build; binaries from the
+# Release build $BUILD_ROOT/release, which it builds, as the other benches), BENCH_NO_BUILD=1 to
+# skip ninja, SOAK_BIN_DIR=DIR: live-patching-service and imds-standin already built in DIR,
+# nothing built (scripts/test.sh: build/release/bin, its one Release build).
 # One soak at a time: output goes to bench/out/soak/ (ignored by git), wiped at start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,17 +58,22 @@ stack_ports_free "$base" $((base + 5)) SOAK_PORT_BASE
 stack_raise_fds $((3 * (n_idle + n_silent + n_slow + n_hello) + 2000))
 
 # ---------------------------------------------------------------------------------------
-bin=$root/$build_root/bench-svc/bin
-if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
-  log "build (Release, $build_root/bench-svc)"
-  if [[ ! -f $build_root/bench-svc/build.ninja ]]; then
-    cmake -S . -B "$build_root/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+if [[ -n ${SOAK_BIN_DIR:-} ]]; then
+  bin=$(cd "$SOAK_BIN_DIR" && pwd)
+else
+  bin=$root/$build_root/release/bin
+  if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
+    log "build (Release, $build_root/release)"
+    cmake -S . -B "$build_root/release" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -U HOTFIX_STATIC_DEPS -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
+    nice -n 10 ninja -j"${BENCH_JOBS:-2}" -C "$build_root/release" live-patching-service \
+      imds-standin >/dev/null || die "build failed: ninja -C $build_root/release"
   fi
-  nice -n 10 ninja -j"${BENCH_JOBS:-2}" -C "$build_root/bench-svc" live-patching-service \
-    imds-standin >/dev/null || die "build failed: ninja -C $build_root/bench-svc"
 fi
-connhold=$root/$build_root/bench-svc/connhold
+for b in live-patching-service imds-standin; do
+  [[ -x $bin/$b ]] || die "no $bin/$b"
+done
+connhold=$out/connhold
 cc -O2 -Wall -Wextra -Werror -o "$connhold" bench/connhold.c -lssl -lcrypto ||
   die "connhold did not build"
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target (tests/fuzz) from its seed corpus and prints what each reached.
+# scripts/reliability.sh's fuzz part runs it in full; CI replays only the seeds, as tests of
+# its ASan build (label fuzz, tests/fuzz/CMakeLists.txt).
 #   scripts/fuzz.sh [--short] [--update-corpus] [target ...]
-#     --short          CI: each target FUZZ_SECONDS=20 (default 300 without it)
+#     --short          a quick look: each target FUZZ_SECONDS=20 (default 300 without it)
 #     --update-corpus  merge inputs that add coverage back into tests/fuzz/corpus/<target>
 #                      (never done otherwise: runs work on a copy)
 #     target ...       only these (hotfix_pointer, grpc_response, ...); default all
@@ -18,7 +20,7 @@ for arg in "$@"; do
   case "$arg" in
     --short) short=1 ;;
     --update-corpus) update=1 ;;
-    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown flag $arg" >&2; exit 2 ;;
     *) targets+=("$arg") ;;
   esac

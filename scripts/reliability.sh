@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # The full reliability suite (issue 5, docs/RELIABILITY.md), from one command. CI runs the
-# short forms through scripts/test.sh; this runs every part in full, in order:
+# short forms through scripts/test.sh (and the fuzz targets' seeds as tests, no timed fuzzing);
+# this runs every part in full, in order:
 #   1. faults   the fault matrix and the service's bad-input test (LP_BAD_TOKENS=20000 garbage
-#               tokens) under ASan+UBSan, then the service's tests under TSan (scripts/test.sh
-#               with its soak and fuzz parts left out: they are parts 3 and 4)
+#               tokens) under ASan+UBSan, then the TSan run (scripts/test.sh with its soak and
+#               image left out: they are parts 3 and 5)
 #   2. crash    crash consistency in full (CRASH_FULL=1: 1,000 random SIGKILLs, strace SIGKILL
 #               and EIO at every call after main())
 #   3. soak     bench/soak.sh: SOAK_SECONDS (180) of h2load through HAProxy while the store
 #               reloads and thousands of idle and slowloris connections are held (release build)
 #   4. fuzz     scripts/fuzz.sh: every libFuzzer target for FUZZ_SECONDS (300) each
-#   5. load     the whole ASan+UBSan suite LOAD_ROUNDS (3) times while stress-ng keeps every
+#   5. image    the container image with both binaries compiled from source in a Debian 12
+#               container (deploy/container/build-image.sh --from-source; CI builds it from
+#               build/release's), then tests/container/image_test.sh
+#   6. load     the whole ASan+UBSan suite LOAD_ROUNDS (3) times while stress-ng keeps every
 #               core, the disk and memory busy; lists each test that failed in any round. A
 #               test whose verdict changes under load asserts which of two racing outcomes won.
 #
-#   scripts/reliability.sh                 all five (about 70 minutes on 2 cores)
+#   scripts/reliability.sh                 all six (about 80 minutes on 2 cores)
 #   scripts/reliability.sh crash fuzz      only those parts
 #   CRASH_SEED=S scripts/reliability.sh crash   replays the crash run's random kills
 # Each part's output is kept in build/reliability/<part>.log; the script stops at the first
@@ -22,12 +26,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 parts=("$@")
-((${#parts[@]})) || parts=(faults crash soak fuzz load)
+((${#parts[@]})) || parts=(faults crash soak fuzz image load)
 for p in "${parts[@]}"; do
   case $p in
-    faults | crash | soak | fuzz | load) ;;
+    faults | crash | soak | fuzz | image | load) ;;
     *)
-      echo "reliability: unknown part '$p' (faults, crash, soak, fuzz, load)" >&2
+      echo "reliability: unknown part '$p' (faults, crash, soak, fuzz, image, load)" >&2
       exit 2
       ;;
   esac
@@ -41,7 +45,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 faults() {
-  LP_BAD_TOKENS=${LP_BAD_TOKENS:-20000} SKIP_SOAK=1 SKIP_FUZZ=1 BUILD_DIR=$build \
+  LP_BAD_TOKENS=${LP_BAD_TOKENS:-20000} SKIP_SOAK=1 SKIP_IMAGE=1 BUILD_DIR=$build \
     scripts/test.sh -R 'FaultMatrix|ServiceBadInput'
 }
 
@@ -57,6 +61,13 @@ crash() {
 soak() { SOAK_SECONDS=${SOAK_SECONDS:-180} bench/soak.sh; }
 
 fuzz() { scripts/fuzz.sh; }
+
+# The image test's node side (hotfix-agent, imds-standin) from the test build.
+image() {
+  asan_build "$build" hotfix-agent imds-standin
+  deploy/container/build-image.sh --from-source
+  BIN_DIR=$build/bin tests/container/image_test.sh
+}
 
 load() {
   asan_build "$build"

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The test command: installs what it needs, checks the formatting, builds with ASan+UBSan and
 # -Werror, runs every test (unit and integration: the service under libgrpc++ and grpc-go
-# clients and attack, real HAProxy and nginx, real certificates) in CTest;
-# then the service's tests again under ThreadSanitizer, the soak's short form (the service
-# under load through HAProxy while its store reloads and hundreds of idle and slow connections
-# are held), and every fuzz target briefly (docs/RELIABILITY.md).
+# clients and attack, real HAProxy and nginx, real certificates; every fuzz target's seeds
+# replayed) in CTest; then the tests with threads to race again under ThreadSanitizer; then
+# one Release build of the two binaries (build/release), which the soak's short form (the
+# service under load through HAProxy while its store reloads and hundreds of idle and slow
+# connections are held) runs and the container image is built from, and the image's test
+# (docs/RELIABILITY.md). Timed fuzzing, the soak in full and the image compiled from source
+# are scripts/reliability.sh's.
 #   scripts/test.sh [extra ctest args, e.g. -L node or -R Nbc]   (they apply to the first run)
-#   SKIP_TSAN=1 / SKIP_SOAK=1 / SKIP_FUZZ=1 leave out the second, third and fourth parts;
-#   SKIP_IMAGE=1 the container image's build and test (between the soak and the fuzzing).
+#   SKIP_TSAN=1 / SKIP_SOAK=1 / SKIP_IMAGE=1 leave out the TSan run, the soak, and the image's
+#   build and test (the Release build is left out with the last two).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,21 +48,26 @@ ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300 "$@"
 
 if [[ -z ${SKIP_TSAN:-} ]]; then
   # The service is the multi-threaded side (its event loops, the store's watcher, the
-  # cache, the rate limiter, the automatic halt's evaluations and the logger's stderr flusher):
-  # its unit tests, the logger's, and the integration tests that run it in process or as a
-  # binary, built with -fsanitize=thread. Only those targets are built, and not the service's
-  # unit tests that never start a thread (TSan finds nothing in one thread; their units run
-  # threaded in service_e2e_test): a new test is in unless it is named here.
+  # certificate folder's reloads, the cache, the rate limiter, the automatic halt's
+  # evaluations and the logger's stderr flusher): its unit tests, the logger's, and the
+  # integration tests that run it in process or as a binary, built with -fsanitize=thread.
+  # Only those targets are built, and only tests with threads to race: not the service's unit
+  # tests that never start a thread (TSan finds nothing in one thread; their units run
+  # threaded in service_e2e_test and service_sni_certs_test), nor deploy_config_test (it runs
+  # the service only for --help) or proxy_routing_test (the proxies and the tests' own
+  # fixtures, no code of ours but one TLS client per call). A new unit test of the service is
+  # in unless it is named here.
   tsan=${TSAN_BUILD_DIR:-build/tsan}
   cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=-O1 \
     -DCMAKE_CXX_FLAGS=-O1 -DHOTFIX_TSAN=ON -DHOTFIX_WERROR=ON \
     -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-  tsan_targets=(service_e2e_test service_auto_halt_e2e_test nginx_routing_test proxy_routing_test
-                deploy_config_test common_log_test common_log_budget_test)
+  tsan_targets=(service_e2e_test service_auto_halt_e2e_test service_sni_certs_test
+                nginx_routing_test common_log_test common_log_budget_test)
   single_threaded=(service_attestation_roots_test service_identity_cache_test
     service_access_log_test service_rollout_unit_test service_component_file_test
     service_h2_session_test service_memory_budget_test service_proxy_protocol_test
-    service_transport_events_test service_rollout_edit_test service_rollout_tools_test)
+    service_transport_events_test service_rollout_edit_test service_rollout_tools_test
+    service_server_certificates_test service_certificate_folder_test service_report_test)
   for f in tests/service/*_test.cc tests/service/*/*_test.cc; do
     f=$(basename "$f" .cc)
     [[ " ${single_threaded[*]} " == *" $f "* ]] || tsan_targets+=("$f")
@@ -77,9 +85,11 @@ if [[ -z ${SKIP_TSAN:-} ]]; then
   export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1 ignore_noninstrumented_modules=1 log_path=$reports/report"
   tsan_rc=0
   part tsan-test
-  # Tests of executables not built here show up as <name>_NOT_BUILT: not this run's.
-  ctest --test-dir "$tsan" --output-on-failure -j"$(nproc)" --timeout 300 -E '_NOT_BUILT$' ||
-    tsan_rc=$?
+  # Only the gtest tests (labelled by folder): not the install check or promtool's rule tests
+  # (the ASan run's; no thread of ours). Tests of executables not built here show up as
+  # <name>_NOT_BUILT: not this run's.
+  ctest --test-dir "$tsan" --output-on-failure -j"$(nproc)" --timeout 300 \
+    -L '^(common|service|integration)$' -E '_NOT_BUILT$' || tsan_rc=$?
   if compgen -G "$reports/report*" >/dev/null; then
     echo "ThreadSanitizer reports:" >&2
     cat "$reports"/report* >&2
@@ -89,26 +99,33 @@ if [[ -z ${SKIP_TSAN:-} ]]; then
   ((tsan_rc == 0)) || exit "$tsan_rc"
 fi
 
+# One Release build (build/release, as README's "Building by hand" and the benchmarks):
+# the soak runs its service, the image is built from its two binaries.
+release=${RELEASE_BUILD_DIR:-build/release}
+if [[ -z ${SKIP_SOAK:-} || -z ${SKIP_IMAGE:-} ]]; then
+  part release
+  cmake -S . -B "$release" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
+    -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
+  ninja -C "$release" -j"$(nproc)" live-patching-service hotfix-agent imds-standin
+fi
+
 if [[ -z ${SKIP_SOAK:-} ]]; then
-  # A Release build of the service (build/bench-svc): the soak bounds memory growth and
-  # reports calls per second, which an ASan build would distort. scripts/reliability.sh runs
-  # the full form (180 s, 3,500 held connections).
+  # Release, not ASan: the soak bounds memory growth and reports calls per second, which an
+  # ASan build would distort. scripts/reliability.sh runs the full form (180 s, 3,500 held
+  # connections).
   part soak
-  SOAK_SECONDS=20 SOAK_IDLE=300 SOAK_SILENT=100 SOAK_SLOW=100 SOAK_HELLO=100 bench/soak.sh
+  SOAK_BIN_DIR=$release/bin SOAK_SECONDS=20 SOAK_IDLE=300 SOAK_SILENT=100 SOAK_SLOW=100 \
+    SOAK_HELLO=100 bench/soak.sh
 fi
 
 if [[ -z ${SKIP_IMAGE:-} ]]; then
-  # The container image (deploy/container/Dockerfile): built with podman from base images
-  # made from Debian's packages, in a private storage (build/image), then run as a cluster
-  # runs it (uid 65532, read-only root) with a real check-hotfix against it: 6.5 to 8.5
-  # minutes on 2 cores from nothing (base images made, no cache).
+  # The container image (deploy/container/Dockerfile) from the Release build's binaries: built
+  # with podman on a base image made from Debian's packages, in a private storage
+  # (build/image), then run as a cluster runs it (uid 65532, read-only root) with a real
+  # check-hotfix against it. scripts/reliability.sh's image part compiles them in a container
+  # instead (build-image.sh --from-source).
   # Two commands, not `a && b`: set -e would not stop on a failure left of &&.
   part image
-  deploy/container/build-image.sh
+  deploy/container/build-image.sh --bin-dir "$release/bin"
   BIN_DIR=$build/bin tests/container/image_test.sh
-fi
-
-if [[ -z ${SKIP_FUZZ:-} ]]; then
-  part fuzz
-  scripts/fuzz.sh --short
 fi

@@ -64,20 +64,20 @@ stack_start_haproxy() {
 }
 
 # stack_service_binary BUILD_ROOT OUT: the live-patching-service under test: $BENCH_CXX_BIN if
-# set, else a Release build in BUILD_ROOT/bench-svc (not with BENCH_NO_BUILD=1); sets bin and
+# set, else a Release build in BUILD_ROOT/release (not with BENCH_NO_BUILD=1); sets bin and
 # origin (what was benched, for the summary). The build's output goes to OUT/ninja.log.
 stack_service_binary() {
   if [[ -n ${BENCH_CXX_BIN:-} ]]; then
     bin=$(realpath "$BENCH_CXX_BIN")
     origin="prebuilt $bin"
   else
-    bin=$root/$1/bench-svc/bin/live-patching-service
-    origin="$1/bench-svc"
+    bin=$root/$1/release/bin/live-patching-service
+    origin="$1/release"
     if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
       log "build (Release; nice -n 10 ninja -j${BENCH_JOBS:-1})"
-      cmake -S . -B "$1/bench-svc" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
+      cmake -S . -B "$1/release" -G Ninja -DCMAKE_BUILD_TYPE=Release -U HOTFIX_STATIC_DEPS \
         -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-      nice -n 10 ninja -j"${BENCH_JOBS:-1}" -C "$1/bench-svc" live-patching-service \
+      nice -n 10 ninja -j"${BENCH_JOBS:-1}" -C "$1/release" live-patching-service \
         >"$2/ninja.log" 2>&1 || die "build failed (see $2/ninja.log; BENCH_CXX_BIN runs another binary)"
     fi
   fi

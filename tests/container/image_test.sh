@@ -26,8 +26,9 @@ dir=$(cd "$dir" && pwd)
 [[ -f $dir/image.env ]] || { echo "no $dir/image.env: run deploy/container/build-image.sh" >&2; exit 1; }
 # shellcheck source=/dev/null
 source "$dir/image.env"  # IMAGE SERVICE_VERSION[_FROM] AGENT_VERSION GIT_REVISION IMAGE_SIZE
+                         # PODMAN_STORAGE_DRIVER (the storage's: podman refuses another)
 podman=(podman --root "$dir/store" --runroot "$dir/run" --tmpdir "$dir/tmp"
-        --storage-driver vfs --runtime runc)
+        --storage-driver "${PODMAN_STORAGE_DRIVER:-vfs}" --runtime runc)
 ulimits=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
 
 failures=0
