@@ -17,7 +17,7 @@
 #               core, the disk and memory busy; lists each test that failed in any round. A
 #               test whose verdict changes under load asserts which of two racing outcomes won.
 #
-#   scripts/reliability.sh                 all six (about 80 minutes on 2 cores)
+#   scripts/reliability.sh                 all six (about 70 minutes on 2 cores)
 #   scripts/reliability.sh crash fuzz      only those parts
 #   CRASH_SEED=S scripts/reliability.sh crash   replays the crash run's random kills
 # Each part's output is kept in build/reliability/<part>.log; the script stops at the first
