@@ -26,3 +26,12 @@ inline std::vector<std::string_view> SplitAtNul(std::string_view input) {
     start = nul + 1;
   }
 }
+
+// 64 lower-case hex digits: a SHA-256 as the repository parsers return it.
+inline bool IsLowerHex64(std::string_view s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}

@@ -19,14 +19,6 @@ using namespace hotfix::node::repository;
 
 namespace {
 
-bool IsLowerHex64(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 bool SameResult(const StatusOr<ReleaseEntry>& a, const StatusOr<ReleaseEntry>& b) {
   if (a.ok() != b.ok()) return false;
   if (!a.ok()) return a.status().message() == b.status().message();

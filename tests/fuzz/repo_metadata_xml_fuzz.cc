@@ -21,14 +21,6 @@ using namespace hotfix::node::repository;
 
 namespace {
 
-bool IsLowerHex64(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
-}
-
 const RpmQuery kQuery{"aks-node-controller", "x86_64", "202608.21.1", "1.azl3",
                       "Packages/a/aks-node-controller-202608.21.1-1.azl3.x86_64.rpm"};
 

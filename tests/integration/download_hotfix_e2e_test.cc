@@ -21,6 +21,7 @@
 #include "imds_standin.h"
 #include "ports.h"
 #include "proxied_lps.h"
+#include "recorded_calls.h"
 #include "subprocess.h"
 #include "temp_dir.h"
 #include "test_certs.h"
@@ -36,12 +37,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 constexpr auto kRunTimeout = 60s;
-
-// Every stand-in appends "<name>\x1f<arg>\x1f<arg>...\n" to $FAKE_DIR/calls, then runs its body.
-constexpr char kRecord[] =
-    "#!/bin/sh\n"
-    "{ printf '%s' \"$(basename \"$0\")\"; for a in \"$@\"; do printf '\\037%s' \"$a\"; done;"
-    " printf '\\n'; } >> \"$FAKE_DIR/calls\"\n";
 
 // Counts calls of one kind in $FAKE_DIR/<key>.n and prints the count.
 constexpr char kCount[] =
@@ -75,7 +70,7 @@ class DownloadHotfixE2eTest : public ::testing::Test {
 
   // A stand-in on PATH: records its argv, then runs body.
   void Tool(const std::string& name, const std::string& body) {
-    fs::path p = node_.Write("fakebin/" + name, std::string(kRecord) + kCount + body);
+    fs::path p = node_.Write("fakebin/" + name, std::string(kRecordCall) + kCount + body);
     fs::permissions(p, fs::perms(0755));
   }
   void Pointer(const std::string& json) {
@@ -113,20 +108,7 @@ class DownloadHotfixE2eTest : public ::testing::Test {
   }
 
   // Each recorded call as its argv.
-  std::vector<std::vector<std::string>> Calls() const {
-    std::vector<std::vector<std::string>> calls;
-    std::istringstream in(node_.Read("calls"));
-    for (std::string line; std::getline(in, line);) {
-      std::vector<std::string> argv;
-      size_t start = 0;
-      for (size_t sep; (sep = line.find('\x1f', start)) != std::string::npos; start = sep + 1) {
-        argv.push_back(line.substr(start, sep - start));
-      }
-      argv.push_back(line.substr(start));
-      calls.push_back(argv);
-    }
-    return calls;
-  }
+  std::vector<std::vector<std::string>> Calls() const { return RecordedCalls(node_.Read("calls")); }
   std::vector<std::string> Programs() const {
     std::vector<std::string> names;
     for (const auto& c : Calls()) names.push_back(c[0]);

@@ -20,6 +20,7 @@
 #include "bin_dir.h"
 #include "check_hotfix_run.h"
 #include "ports.h"
+#include "recorded_calls.h"
 #include "signed_repo.h"
 #include "static_http_server.h"
 #include "subprocess.h"
@@ -50,12 +51,6 @@ constexpr char kRpmArch[] = "aarch64";
 constexpr char kDebArch[] = "amd64";
 constexpr char kRpmArch[] = "x86_64";
 #endif
-
-// Every stand-in appends "<name>\x1f<arg>...\n" to $FAKE_DIR/calls.
-constexpr char kRecord[] =
-    "#!/bin/sh\n"
-    "{ printf '%s' \"$(basename \"$0\")\"; for a in \"$@\"; do printf '\\037%s' \"$a\"; done;"
-    " printf '\\n'; } >> \"$FAKE_DIR/calls\"\n";
 
 int CountOccurrences(std::string_view text, std::string_view needle) {
   int n = 0;
@@ -98,7 +93,7 @@ class RepositoryFastPathTest : public ::testing::Test {
   }
 
   void Tool(const std::string& name, const std::string& body) {
-    fs::path p = node_.Write("fakebin/" + name, std::string(kRecord) + body);
+    fs::path p = node_.Write("fakebin/" + name, std::string(kRecordCall) + body);
     fs::permissions(p, fs::perms(0755));
   }
   void Pointer(const std::string& version) {
@@ -206,9 +201,7 @@ class RepositoryFastPathTest : public ::testing::Test {
   // The stand-ins called, by name.
   std::vector<std::string> Programs() const {
     std::vector<std::string> names;
-    std::istringstream in(node_.Read("calls"));
-    for (std::string line; std::getline(in, line);)
-      names.push_back(line.substr(0, line.find('\x1f')));
+    for (const auto& call : RecordedCalls(node_.Read("calls"))) names.push_back(call[0]);
     return names;
   }
   std::string Log() const { return node_.Read("agent.log"); }
