@@ -318,6 +318,7 @@ struct Flags {
   std::string shutdown_grace = "10s";
   std::string testing_response_delay = "0";
   std::string auto_halt_interval = "30s";
+  std::string evidence_lookback = "24h";
   std::string max_token_age = "10m";
   std::string refusal_window = "10s";
   std::string memory_limit;
@@ -375,8 +376,21 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "N/s: calls per second per node (vmId), burst of one second (default: none)");
   app.add_option("--metrics-listen", c.metrics_listen, "ADDR:PORT for Prometheus /metrics");
   app.add_option("--prometheus-url", c.prometheus_url,
-                 "http://HOST:PORT of the Prometheus that scrapes every replica: the evidence "
-                 "of rollouts with auto_halt (without it they are held; docs/ROLLOUTS.md)");
+                 "http(s)://HOST:PORT[/prefix] of the Prometheus that scrapes every replica: the "
+                 "evidence of rollouts with auto_halt (without it they are held; "
+                 "docs/ROLLOUTS.md)");
+  app.add_option("--prometheus-selector", c.prometheus_selector,
+                 "label matchers added to every query, e.g. "
+                 "job=\"live-patching-service\",namespace=\"kube-system\" (required with "
+                 "--prometheus-url)");
+  app.add_option("--prometheus-ca", c.prometheus_ca,
+                 "PEM CA bundle verifying an https:// --prometheus-url");
+  app.add_option("--prometheus-bearer-token-file", c.prometheus_bearer_token_file,
+                 "file holding a bearer token for Prometheus (https only; re-read when it "
+                 "changes)");
+  app.add_option("--evidence-lookback", f.evidence_lookback,
+                 "how far back a rollout's first read of the evidence looks (1m to 30d)")
+      ->capture_default_str();
   app.add_option("--auto-halt-interval", f.auto_halt_interval,
                  "how often the evidence is read (1s to 1h)")
       ->capture_default_str();
@@ -490,6 +504,14 @@ hotfix::Status ApplyDurationsAndSizes(const CLI::App& app, Flags& f) {
   auto interval = DurationFlag("--auto-halt-interval", f.auto_halt_interval, seconds(1), hours(1));
   if (!interval.ok()) return interval.status();
   c.auto_halt_interval = *interval;
+  auto lookback = DurationFlag("--evidence-lookback", f.evidence_lookback, minutes(1), hours(720));
+  if (!lookback.ok()) return lookback.status();
+  c.evidence_lookback = std::chrono::duration_cast<seconds>(*lookback);
+  if (!c.prometheus_url.empty() && c.prometheus_selector.empty()) {
+    return hotfix::Status::InvalidArgument(
+        "--prometheus-url needs --prometheus-selector: label matchers naming this service's "
+        "scrape job, so that no other target's series can move a rollout");
+  }
   auto age = DurationFlag("--max-token-age", f.max_token_age, seconds(0), hours(6));
   if (!age.ok()) return age.status();
   c.max_token_age = std::chrono::duration_cast<seconds>(*age);

@@ -197,6 +197,17 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
       }
     }
   }
+  // Nodes, for the halt's evidence: whatever this node sends, however often, it is one node
+  // in each set (node_evidence.h), so no repeat is dropped here.
+  if (options_.node_evidence != nullptr) {
+    for (size_t i : decision->applied_rollouts) {
+      const Rollout& rollout = config.rollouts[i];
+      if (!rollout.auto_halt) continue;
+      options_.node_evidence->Add({decision->metric_component, rollout.name, AutoHaltSince(rollout)},
+                                  decision->identity.vm_id, decision->identity.subscription_id,
+                                  IsFailure(*decision->reported));
+    }
+  }
   // A verified vmId names one node; without one (insecure mode) nothing tells nodes apart.
   if (options_.recent_reports != nullptr && !decision->identity.vm_id.empty()) {
     std::string key = AsciiLower(decision->identity.vm_id);

@@ -29,6 +29,7 @@
 #include "service/identity/node_identity.h"
 #include "service/identity/rate_limiter.h"
 #include "service/ops/metrics.h"
+#include "service/control/node_evidence.h"
 #include "service/recent_reports.h"
 #include "service/rollout/auto_halt.h"
 #include "service/store/component_store.h"
@@ -48,6 +49,8 @@ struct LivePatchingServiceOptions {
   RolloutStatus* rollout_status = nullptr;
   // Drops repeated reports (ReportHotfixOutcome); null: every report counts.
   RecentReports* recent_reports = nullptr;
+  // The nodes that reported, per auto-halting rollout (the halt's evidence); may be null.
+  NodeEvidence* node_evidence = nullptr;
   // Subscriptions allowed to call (compared case-insensitively, as GUIDs); empty: any caller
   // with a verified identity.
   std::vector<std::string> allowed_subscriptions;

@@ -59,6 +59,8 @@ struct Server::Impl {
   std::unique_ptr<AutoHaltController> auto_halt;  // the store as the nodes' reports judge it
   std::atomic<AutoHaltController*> auto_halt_running{nullptr};  // for the store's watcher
   std::unique_ptr<RecentReports> recent_reports;
+  // The nodes that reported, per auto-halting rollout (fed by calls, read by the controller).
+  std::unique_ptr<NodeEvidence> node_evidence = std::make_unique<NodeEvidence>();
   std::unique_ptr<LivePatchingServiceImpl> service;
   std::unique_ptr<HealthHandler> health;
   std::unique_ptr<TlsPortHandler> tls_handler;
@@ -127,17 +129,19 @@ Status Server::Impl::StartStore() {
 Status Server::Impl::StartAutoHalt() {
   if (!config.prometheus_url.empty()) {
     PrometheusOutcomeOptions prometheus_options;
-    prometheus_options.url = config.prometheus_url;
-    prometheus_options.step =
-        std::max(std::chrono::seconds(1),
-                 std::chrono::duration_cast<std::chrono::seconds>(config.auto_halt_interval));
+    prometheus_options.client.url = config.prometheus_url;
+    prometheus_options.client.ca_file = config.prometheus_ca;
+    prometheus_options.client.bearer_token_file = config.prometheus_bearer_token_file;
+    prometheus_options.selector = config.prometheus_selector;
     auto source = NewPrometheusOutcomeSource(std::move(prometheus_options));
     if (!source.ok()) return source.status();
     outcome_source = std::move(*source);
   }
   AutoHaltControllerOptions options;
   options.source = outcome_source.get();
+  options.evidence = node_evidence.get();
   options.interval = config.auto_halt_interval;
+  options.readback_lookback = config.evidence_lookback;
   RolloutStatus* status = rollout_status.get();
   options.served = [status](const RolloutKey& key) { return status->Served(key); };
   options.log = log;
@@ -252,6 +256,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   options.rollout_status = impl->rollout_status.get();
   impl->recent_reports = std::make_unique<RecentReports>(kMaxRecentReports, kRecentReportWindow);
   options.recent_reports = impl->recent_reports.get();
+  options.node_evidence = impl->node_evidence.get();
   options.allowed_subscriptions = c.allowed_subscriptions;
   options.allowed_authorities = c.allowed_authorities;
   options.testing_response_delay = c.testing_response_delay;

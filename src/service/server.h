@@ -51,6 +51,13 @@ struct ServerConfig {
   // The Prometheus that scrapes every replica: the automatic halt's evidence. Empty: every
   // rollout with auto_halt is held, applied to no new node (docs/ROLLOUTS.md).
   std::string prometheus_url;
+  // Label matchers added to every query (required with prometheus_url): only the series of
+  // this service's own scrape job count as evidence.
+  std::string prometheus_selector;
+  std::string prometheus_ca;                 // https: the CA to verify Prometheus with
+  std::string prometheus_bearer_token_file;  // https: sent as a bearer token, re-read on change
+  // How far back a rollout's first read of the evidence looks (docs/ROLLOUTS.md).
+  std::chrono::seconds evidence_lookback = std::chrono::hours(24);
   std::chrono::milliseconds auto_halt_interval{30000};
   std::string health_listen;  // empty: no plaintext health port
   // Every connection to `listen` starts with a PROXY protocol v2 header (grpc_server.h).

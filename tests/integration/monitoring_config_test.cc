@@ -68,7 +68,8 @@ TEST(MonitoringConfigTest, TheDashboardAndAlertsReadWhatTheServiceExports) {
   options.targets = {LoopbackAddress(metrics_port)};
   PrometheusServer prometheus(std::move(options));
   ServiceProcess lps(files.Args({"--metrics-listen", LoopbackAddress(metrics_port),
-                                 "--prometheus-url", prometheus.url(), "--auto-halt-interval", "1s",
+                                 "--prometheus-url", prometheus.url(), "--prometheus-selector",
+                                 "job=\"live-patching-service\"", "--auto-halt-interval", "1s",
                                  // lp_memory_limit_bytes is exported only under a limit.
                                  "--memory-limit", "1Gi"}));
   // One call and one report, so the call and outcome families have series.

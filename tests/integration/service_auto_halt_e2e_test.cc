@@ -7,7 +7,14 @@
 // Asserted: no halt before min_reports; then the halt on both replicas; a new node no longer
 // gets the canary; later successes and restarts of both replicas do not release it;
 // Prometheus stopped holds it (signal unavailable, still halted); moving `since` resumes;
-// bad and repeated reports are refused or dropped and nothing is counted twice.
+// bad and repeated reports are refused or dropped and nothing is counted twice. Nodes, not
+// reports (docs/ROLLOUTS.md, "Counting nodes"): one VM sending every outcome to both replicas,
+// again after restarts, is one node; a foreign scrape target exporting the same series changes
+// nothing; two Prometheus servers scraping the same replicas into one store count each node
+// once; a halt is carried across a restart of every replica, one at a time, by a Prometheus
+// started after the failures; a window lost with every replica and Prometheus is flagged
+// truncated while the finished rollout is still served; and the evidence is read through a
+// real TLS reverse proxy (nginx) that wants a bearer token, re-read when its file changes.
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -23,6 +30,9 @@
 #include "akslivepatching/v1/live_patching.grpc.pb.h"
 #include "haproxy.h"
 #include "prometheus.h"
+#include "static_http_server.h"
+#include "test_certs.h"
+#include "service/rollout/auto_halt.h"
 #include "service/rollout/rollout.h"
 #include "service_fixture.h"
 #include "tls_peer.h"
@@ -45,16 +55,20 @@ constexpr auto kHaltWithin = 120s;
 // agent command under ASan: longer than the suite's kGenerous (wait.h).
 constexpr auto kSlowStep = 60s;
 
-// When the canary started: a minute before the test, so that its evidence (since the first
-// step) is a few minutes of one-second steps.
-std::string CanaryStart() {
-  static const std::string start = hotfix::service::FormatRolloutTime(
-      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) - 60s);
-  return start;
+// When the canary started: 30 s before the test's SetUp (NewCanaryStart), within the minute's
+// grace after which a window the replicas did not see is flagged truncated.
+std::string g_canary_start;
+void NewCanaryStart() {
+  g_canary_start = hotfix::service::FormatRolloutTime(
+      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) - 30s);
 }
+const std::string& CanaryStart() { return g_canary_start; }
 
-// The canary for everyone since CanaryStart(), halting at more than 25 % failures of at least
-// min_reports reports (or max_failures failures).
+// The only series that count (deploy/kubernetes/deployment.yaml sets the job and namespace).
+constexpr char kSelector[] = "job=\"live-patching-service\"";
+
+// The canary for everyone since CanaryStart(), halting at more than 25 % failed nodes of at
+// least min_reports reporting (or max_failures failed nodes).
 Json ComponentFile(int min_reports, const std::string& since = "", int max_failures = 0) {
   Json auto_halt = {{"max_failure_percent", 25}, {"min_reports", min_reports}};
   if (!since.empty()) auto_halt["since"] = since;
@@ -86,12 +100,14 @@ fs::path TwoReplicaHaproxyConfig(const TempDir& dir, uint16_t a, uint16_t b) {
 class AutoHaltE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    NewCanaryStart();
     metrics_ports_ = {PickFreePort(), PickFreePort()};
     grpc_ports_ = {PickFreePort(), PickFreePort()};
-    PrometheusOptions prometheus;
-    prometheus.targets = {LoopbackAddress(metrics_ports_[0]), LoopbackAddress(metrics_ports_[1])};
-    prometheus.scrape_interval = 1s;
+    PrometheusOptions prometheus = ScrapingBoth();
+    ConfigurePrometheus(&prometheus);
     prometheus_ = std::make_unique<PrometheusServer>(std::move(prometheus));
+    prometheus_url_ = prometheus_->url();
+    ConfigureEvidence();
     files_.WriteComponent(kAks, ComponentFile(24).dump());
     for (int i = 0; i < 2; ++i) StartReplica(i);
     HaproxyOptions options = AlpnRouteOptions(0, apiserver_.port());
@@ -109,12 +125,26 @@ class AutoHaltE2eTest : public ::testing::Test {
   static std::string Tail(const std::string& s, size_t n) {
     return s.size() <= n ? s : s.substr(s.size() - n);
   }
+  // A Prometheus scraping both replicas every second under the shipped job.
+  PrometheusOptions ScrapingBoth() const {
+    PrometheusOptions prometheus;
+    prometheus.targets = {LoopbackAddress(metrics_ports_[0]), LoopbackAddress(metrics_ports_[1])};
+    prometheus.scrape_interval = 1s;
+    return prometheus;
+  }
+  // Hooks for the fixtures below: the Prometheus the test starts, and where the replicas
+  // read their evidence (prometheus_url_, extra_args_) once it runs.
+  virtual void ConfigurePrometheus(PrometheusOptions*) {}
+  virtual void ConfigureEvidence() {}
 
   void StartReplica(int i) {
     replicas_[i].reset();  // a restart: the old process first (its ports are reused)
-    std::vector<std::string> args =
-        files_.Args({"--metrics-listen", LoopbackAddress(metrics_ports_[i]), "--prometheus-url",
-                     prometheus_->url(), "--auto-halt-interval", "1s"});
+    std::vector<std::string> flags = {"--metrics-listen",      LoopbackAddress(metrics_ports_[i]),
+                                      "--prometheus-url",      prometheus_url_,
+                                      "--prometheus-selector", kSelector,
+                                      "--auto-halt-interval",  "1s"};
+    flags.insert(flags.end(), extra_args_.begin(), extra_args_.end());
+    std::vector<std::string> args = files_.Args(flags);
     // Fixed ports, so that HAProxy and Prometheus find a restarted replica where it was.
     *(std::find(args.begin(), args.end(), "--listen") + 1) = LoopbackAddress(grpc_ports_[i]);
     replicas_[i] = std::make_unique<ServiceProcess>(std::move(args));
@@ -136,15 +166,18 @@ class AutoHaltE2eTest : public ::testing::Test {
     }
     return nullptr;
   }
-  // True once both replicas judged the evidence as holding `reports` reports.
-  bool BothSawReports(uint64_t reports, std::chrono::seconds within = kSlowStep) const {
+  // True once both replicas judged the evidence as holding `reports` reporting nodes (and,
+  // when given, `failures` failed ones).
+  bool BothSawReports(uint64_t reports, std::optional<uint64_t> failures = std::nullopt,
+                      std::chrono::seconds within = kSlowStep) const {
     bool seen = false;
     WaitFor(
         [&] {
           for (int i = 0; i < 2; ++i) {
             Json row = Canary(i);
             if (row.is_null() || row["auto_halt"]["signal"] != "ok" ||
-                row["auto_halt"]["reports"] != reports) {
+                row["auto_halt"]["reports"] != reports ||
+                (failures && row["auto_halt"]["failures"] != *failures)) {
               return false;
             }
           }
@@ -152,6 +185,16 @@ class AutoHaltE2eTest : public ::testing::Test {
         },
         within);
     return seen;
+  }
+  bool SinceOnBoth(const std::string& since) const {
+    for (int i = 0; i < 2; ++i) {
+      Json row = Canary(i);
+      if (row.is_null() || row["auto_halt"]["since"] != since ||
+          row["auto_halt"]["signal"] != "ok") {
+        return false;
+      }
+    }
+    return true;
   }
   bool BothInState(const std::string& state, std::chrono::seconds within) const {
     bool seen = false;
@@ -287,6 +330,8 @@ class AutoHaltE2eTest : public ::testing::Test {
   }
 
   static constexpr char kSubscription[] = "8ecadfc9-d1a3-4ea4-b844-0d9f87e4d7c8";
+  std::string prometheus_url_;
+  std::vector<std::string> extra_args_;
   TempDir dir_{"auto-halt-e2e"};
   ServiceFiles files_;
   std::vector<uint16_t> metrics_ports_;
@@ -331,8 +376,14 @@ TEST_F(AutoHaltE2eTest, FailingNodesHaltTheCanaryOnEveryReplicaAndItStaysHalted)
               1.0);
     EXPECT_TRUE(replicas_[i]->Logged("rollout auto-halted"));
   }
-  // Both replicas judged the same history: the same halt time.
-  EXPECT_EQ(Canary(0)["auto_halt"]["halted_at"], Canary(1)["auto_halt"]["halted_at"]);
+  // Both replicas take the earliest halt either recorded: the same halt time.
+  bool same = false;
+  WaitFor(
+      [&] {
+        return same = Canary(0)["auto_halt"]["halted_at"] == Canary(1)["auto_halt"]["halted_at"];
+      },
+      kSlowStep);
+  EXPECT_TRUE(same) << Canary(0).dump() << Canary(1).dump();
 
   // A node booting now is served the baseline, through either replica.
   EXPECT_EQ(NodeBoots(100, false), kBaseVersion);
@@ -365,7 +416,7 @@ TEST_F(AutoHaltE2eTest, WithoutPrometheusItIsHeldAndMovingSinceResumes) {
   }
   ASSERT_TRUE(BothInState("auto-halted", kHaltWithin)) << Canary(0).dump();
   EXPECT_THAT(Canary(0)["auto_halt"]["evidence"].get<std::string>(),
-              HasSubstr("failures 3 >= max_failures 3"));
+              HasSubstr("failed nodes 3 >= max_failures 3"));
 
   // Prometheus gone: the signal is unavailable, and the halt holds.
   prometheus_->Stop();
@@ -445,6 +496,279 @@ TEST_F(AutoHaltE2eTest, BadAndRepeatedReportsAreRefusedOrDroppedAndNothingCounts
   EXPECT_EQ(lines[0]["detail"], "apt-get exited 100");
   EXPECT_FALSE(lines[0]["duplicate"].get<bool>());
   EXPECT_TRUE(lines[1]["duplicate"].get<bool>());
+}
+
+TEST_F(AutoHaltE2eTest, OneVmSendingEveryOutcomeToBothReplicasIsOneNodeAcrossRestarts) {
+  const pb::HotfixOutcome outcomes[] = {
+      pb::HOTFIX_OUTCOME_INSTALLED,        pb::HOTFIX_OUTCOME_PLATFORM_UNSUPPORTED,
+      pb::HOTFIX_OUTCOME_INSTALL_FAILED,   pb::HOTFIX_OUTCOME_VERSION_MISMATCH,
+      pb::HOTFIX_OUTCOME_STAGE_FAILED,     pb::HOTFIX_OUTCOME_FAILED_OTHER};
+  auto flood = [&] {
+    for (int round = 0; round < 2; ++round) {
+      for (pb::HotfixOutcome outcome : outcomes) {
+        for (int i = 0; i < 2; ++i) ASSERT_TRUE(Report(i, 7, outcome).ok());
+      }
+    }
+  };
+  flood();
+  ASSERT_TRUE(BothSawReports(1, 1)) << Canary(0).dump() << Canary(1).dump();
+  // Both replicas restarted, one after the other and then together: the node is read back,
+  // and the same flood again moves nothing.
+  StopReplica(0);
+  StartReplica(0);
+  ASSERT_TRUE(BothSawReports(1, 1)) << Canary(0).dump() << Canary(1).dump();
+  StopReplica(0);
+  StopReplica(1);
+  StartReplica(0);
+  StartReplica(1);
+  ASSERT_TRUE(BothSawReports(1, 1)) << Canary(0).dump() << Canary(1).dump();
+  flood();
+  ASSERT_TRUE(Report(0, 8, pb::HOTFIX_OUTCOME_INSTALLED).ok());  // the counts still move
+  ASSERT_TRUE(BothSawReports(2, 1)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["auto_halt"]["failed_subscriptions"], 1);
+  EXPECT_EQ(MetricValue(HttpGet(metrics_ports_[1], "/metrics"), "lp_rollout_nodes",
+                        {{"rollout", "canary"}, {"set", "reporting"}}),
+            2.0);
+  // The reports themselves are many: the counter (for dashboards) is not the evidence.
+  EXPECT_GT(PrometheusSum().value_or(0), 2.0);
+}
+
+// A scrape target of another job exporting the service's own series, to halt the canary
+// (failures, a halt record under its policy) or hide its failures (successes).
+class ForeignTargetTest : public AutoHaltE2eTest {
+ protected:
+  void ConfigurePrometheus(PrometheusOptions* options) override {
+    std::string policy = hotfix::service::PolicyLabel(
+        hotfix::service::ParseRollouts(ComponentFile(24)["rollouts"])->at(0).auto_halt.value());
+    std::string metrics;
+    const std::string canary = "component=\"aksNodeController\",rollout=\"canary\",since=\"" +
+                               CanaryStart() + "\"";
+    for (int i = 0; i < 40; ++i) {
+      for (const char* set : {"reporting", "failed", "failed_subscriptions"}) {
+        metrics += std::string("lp_rollout_node_sketch{") + canary + ",set=\"" + set +
+                   "\",slot=\"m" + std::to_string(i) + "\"} " + std::to_string(1000 + i) +
+                   "\n";
+      }
+    }
+    metrics += "lp_rollout_halt_record{" + canary + ",policy=\"" + policy + "\"} 1\n";
+    metrics += "lp_rollout_evidence_from{" + canary + "} 1\n";
+    metrics += "lp_rollout_outcomes_total{component=\"aksNodeController\",rollout=\"canary\","
+               "outcome=\"install_failed\"} 1000\n";
+    metrics += "lp_rollout_applied_total{component=\"aksNodeController\",rollout=\"canary\"} 1\n";
+    foreign_dir_.Write("metrics", metrics);
+    StaticHttpServerOptions server;
+    server.root = foreign_dir_.path();
+    server.server_config = "default_type text/plain;";
+    foreign_ = std::make_unique<StaticHttpServer>(server);
+    options->other_jobs = {{"foreign", {foreign_->address()}}};
+  }
+  TempDir foreign_dir_{"foreign-target"};
+  std::unique_ptr<StaticHttpServer> foreign_;
+};
+
+TEST_F(ForeignTargetTest, ChangesNothing) {
+  for (int n = 1; n <= 10; ++n) ASSERT_TRUE(Report(n % 2, n, pb::HOTFIX_OUTCOME_INSTALLED).ok());
+  // Prometheus holds the foreign series...
+  std::optional<double> foreign_up;
+  WaitFor([&] { return (foreign_up = prometheus_->Scalar("up{job=\"foreign\"}")) == 1.0; },
+          kSlowStep);
+  ASSERT_EQ(foreign_up, 1.0) << prometheus_->Log();
+  ASSERT_TRUE(prometheus_->Scalar("lp_rollout_halt_record{job=\"foreign\"}").has_value());
+  // ...and both replicas count the ten real nodes only, without a halt.
+  ASSERT_TRUE(BothSawReports(10, 0)) << Canary(0).dump() << Canary(1).dump();
+  for (int i = 0; i < 2; ++i) {
+    Json row = Canary(i);
+    EXPECT_EQ(row["state"], "complete") << row.dump();
+    EXPECT_TRUE(row["auto_halt"]["halted_at"].is_null()) << row.dump();
+    EXPECT_FALSE(row["auto_halt"]["truncated"].get<bool>()) << row.dump();
+  }
+  EXPECT_EQ(NodeBoots(50, false), kCanaryVersion);
+}
+
+// An HA pair: Prometheus a and b each scrape both replicas and write into one store without
+// deduplication (each copy keeps its `replica` external label), which the replicas read.
+class TwoPrometheusTest : public AutoHaltE2eTest {
+ protected:
+  void ConfigurePrometheus(PrometheusOptions* options) override {
+    options->targets.clear();
+    options->remote_write_receiver = true;
+  }
+  void ConfigureEvidence() override {
+    for (const char* name : {"a", "b"}) {
+      PrometheusOptions pair = ScrapingBoth();
+      pair.external_labels = {{"replica", name}};
+      pair.remote_write = {prometheus_->url() + "/api/v1/write"};
+      pair_.push_back(std::make_unique<PrometheusServer>(std::move(pair)));
+    }
+  }
+  std::vector<std::unique_ptr<PrometheusServer>> pair_;
+};
+
+TEST_F(TwoPrometheusTest, CountEachNodeOnce) {
+  ASSERT_TRUE(Report(0, 1, pb::HOTFIX_OUTCOME_INSTALL_FAILED).ok());
+  ASSERT_TRUE(Report(1, 2, pb::HOTFIX_OUTCOME_STAGE_FAILED).ok());
+  ASSERT_TRUE(Report(0, 3, pb::HOTFIX_OUTCOME_INSTALLED).ok());
+  // The store holds every series twice: a sum of the counters doubles.
+  std::optional<double> doubled;
+  WaitFor([&] { return (doubled = PrometheusSum()) == 6.0; }, kSlowStep);
+  ASSERT_EQ(doubled, 6.0) << prometheus_->Log();
+  ASSERT_EQ(prometheus_->Query("count by (replica) (lp_rollout_outcomes_total)").size(), 2u);
+  // The nodes, read from the same store, are three.
+  ASSERT_TRUE(BothSawReports(3, 2)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["auto_halt"]["failure_percent"], 66.67);
+}
+
+TEST_F(AutoHaltE2eTest, AHaltIsCarriedAcrossEveryReplicaByAPrometheusStartedAfterTheFailures) {
+  files_.WriteComponent(kAks, ComponentFile(10, "", /*max_failures=*/3).dump());
+  for (int n = 1; n <= 3; ++n) ASSERT_TRUE(Report(n % 2, n, pb::HOTFIX_OUTCOME_STAGE_FAILED).ok());
+  ASSERT_TRUE(BothInState("auto-halted", kHaltWithin)) << Canary(0).dump() << Canary(1).dump();
+  ASSERT_TRUE(BothSawReports(3, 3));
+
+  // A new Prometheus where the old one was, with none of the old samples.
+  const uint16_t port = prometheus_->port();
+  prometheus_.reset();
+  PrometheusOptions fresh = ScrapingBoth();
+  fresh.port = port;
+  prometheus_ = std::make_unique<PrometheusServer>(std::move(fresh));
+  ASSERT_EQ(prometheus_->url(), prometheus_url_);
+  // Every replica restarted, one at a time, once the new Prometheus has scraped the other.
+  for (int i = 0; i < 2; ++i) {
+    const std::string other = LoopbackAddress(metrics_ports_[1 - i]);
+    std::optional<double> record;
+    WaitFor(
+        [&] {
+          return (record = prometheus_->Scalar("count(lp_rollout_halt_record{instance=\"" +
+                                               other + "\"})")) == 1.0;
+        },
+        kSlowStep);
+    ASSERT_EQ(record, 1.0) << "replica " << 1 - i << " exports no halt record";
+    StopReplica(i);
+    StartReplica(i);
+    bool halted = false;
+    WaitFor([&] { return halted = Canary(i).value("state", "") == "auto-halted"; }, kSlowStep);
+    ASSERT_TRUE(halted) << Canary(i).dump();
+    EXPECT_THAT(Canary(i)["auto_halt"]["evidence"].get<std::string>(),
+                HasSubstr("lp_rollout_halt_record"));
+  }
+  ASSERT_TRUE(BothSawReports(3, 3)) << Canary(0).dump() << Canary(1).dump();
+  // The outcome counters' history is gone from this Prometheus; the halt is not.
+  EXPECT_FALSE(PrometheusSum().has_value());
+  EXPECT_EQ(NodeBoots(400, false), kBaseVersion);
+  // Until the file says halted, the alert's series stays 1 on every replica.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(MetricValue(HttpGet(metrics_ports_[i], "/metrics"), "lp_rollout_auto_halted",
+                          {{"rollout", "canary"}}),
+              1.0);
+  }
+}
+
+TEST_F(AutoHaltE2eTest, AWindowLostWithEveryReplicaIsFlaggedAndTheFinishedRolloutStillServed) {
+  // A since 30 s ago: the first evaluations cover it (within the minute's grace).
+  const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  const auto since = now - 30s;
+  const std::string since_text = hotfix::service::FormatRolloutTime(since);
+  files_.WriteComponent(kAks, ComponentFile(10, since_text).dump());
+  // Reports count under the `since` the replica's file says when they arrive: wait for it.
+  bool loaded = false;
+  WaitFor([&] { return loaded = SinceOnBoth(since_text); }, kSlowStep);
+  ASSERT_TRUE(loaded) << Canary(0).dump();
+  ASSERT_TRUE(Report(0, 1, pb::HOTFIX_OUTCOME_INSTALLED).ok());
+  ASSERT_TRUE(Report(1, 2, pb::HOTFIX_OUTCOME_INSTALLED).ok());
+  ASSERT_TRUE(BothSawReports(2, 0)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_FALSE(Canary(0)["auto_halt"]["truncated"].get<bool>()) << Canary(0).dump();
+
+  // Every replica and Prometheus' data gone, past the grace (a minute and two intervals).
+  StopReplica(0);
+  StopReplica(1);
+  const uint16_t port = prometheus_->port();
+  prometheus_.reset();
+  WaitFor([&] { return std::chrono::system_clock::now() > since + 65s; }, 120s);
+  PrometheusOptions fresh = ScrapingBoth();
+  fresh.port = port;
+  prometheus_ = std::make_unique<PrometheusServer>(std::move(fresh));
+  StartReplica(0);
+  StartReplica(1);
+  bool flagged = false;
+  WaitFor(
+      [&] {
+        return flagged = Canary(0)["auto_halt"].value("truncated", false) &&
+                         Canary(1)["auto_halt"].value("truncated", false);
+      },
+      kSlowStep);
+  ASSERT_TRUE(flagged) << Canary(0).dump() << Canary(1).dump()
+                       << prometheus_->Query("last_over_time(lp_rollout_evidence_from[1d])").dump()
+                       << prometheus_->Query("lp_rollout_applied_total").dump();
+  Json row = Canary(0);
+  EXPECT_EQ(row["auto_halt"]["reports"], 0) << row.dump();
+  EXPECT_GT(row["auto_halt"]["evidence_from"].get<std::string>(), since_text);
+  EXPECT_EQ(MetricValue(HttpGet(metrics_ports_[0], "/metrics"), "lp_rollout_evidence_truncated",
+                        {{"rollout", "canary"}}),
+            1.0);
+  // The finished rollout is still served.
+  EXPECT_EQ(row["state"], "complete");
+  EXPECT_EQ(NodeBoots(500, false), kCanaryVersion);
+}
+
+// The evidence read through nginx terminating TLS (a certificate of a CA the replicas are
+// given) and refusing any request without the bearer token.
+class PrometheusBehindTlsTest : public AutoHaltE2eTest {
+ protected:
+  void ConfigureEvidence() override {
+    TestCa ca = TestCa::Create("prometheus-proxy-ca");
+    PemPaths tls = WritePemFiles(dir_.path(), "proxy-tls", IssueLocalServerCert(ca));
+    const std::string ca_file = WritePemFile(dir_.path(), "proxy-ca.pem", ca.cert_pem());
+    StaticHttpServerOptions server;
+    server.root = dir_.path();
+    server.tls_cert = tls.cert;
+    server.tls_key = tls.key;
+    server.server_config =
+        "location /api/ {\n"
+        "  if ($http_authorization != \"Bearer s3cret-token\") { return 401; }\n"
+        "  proxy_pass " + prometheus_->url() + ";\n"
+        "}";
+    proxy_server_ = std::make_unique<StaticHttpServer>(server);
+    token_file_ = dir_.Write("token", "not-the-token\n");
+    prometheus_url_ = "https://localhost:" + std::to_string(proxy_server_->port());
+    extra_args_ = {"--prometheus-ca", ca_file, "--prometheus-bearer-token-file",
+                   token_file_.string()};
+  }
+  std::unique_ptr<StaticHttpServer> proxy_server_;
+  fs::path token_file_;
+};
+
+TEST_F(PrometheusBehindTlsTest, ReadsWithTheTokenItsFileHoldsNow) {
+  // The wrong token: refused, so the canary is held, applied to no one.
+  bool refused = false;
+  WaitFor(
+      [&] {
+        Json row = Canary(0);
+        return refused = !row.is_null() && row["auto_halt"]["signal"] == "unavailable" &&
+                         row["auto_halt"]["error"].get<std::string>().find("HTTP 401") !=
+                             std::string::npos;
+      },
+      kSlowStep);
+  ASSERT_TRUE(refused) << Canary(0).dump();
+  EXPECT_EQ(Canary(0)["percent"], 0);
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(replicas_[i]->Logged("not-the-token"));
+  // The token file replaced as a token writer does (rename): the next request carries it.
+  dir_.Write("token.new", "s3cret-token\n");
+  fs::rename(dir_.File("token.new"), token_file_);
+  for (int n = 1; n <= 4; ++n) {
+    ASSERT_TRUE(Report(n % 2, n, n <= 3 ? pb::HOTFIX_OUTCOME_INSTALLED
+                                        : pb::HOTFIX_OUTCOME_INSTALL_FAILED)
+                    .ok());
+  }
+  ASSERT_TRUE(BothSawReports(4, 1)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["state"], "complete");
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(replicas_[i]->Logged("s3cret-token"));
+  // Through the proxy, each request with the token (401s before the token file changed).
+  int with_token = 0, refused_requests = 0;
+  for (const AccessLogEntry& e : proxy_server_->Requests()) {
+    if (e.path.rfind("/api/v1/query?", 0) != 0) continue;
+    ++(e.status == 200 ? with_token : refused_requests);
+  }
+  EXPECT_GT(with_token, 0);
+  EXPECT_GT(refused_requests, 0);
 }
 
 }  // namespace

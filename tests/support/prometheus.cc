@@ -11,14 +11,30 @@
 namespace hotfix::testsupport {
 
 std::string PrometheusServer::Config(const PrometheusOptions& options) {
-  std::string targets;
-  for (const std::string& t : options.targets)
-    targets += (targets.empty() ? "" : ", ") + ("'" + t + "'");
   const std::string every = std::to_string(options.scrape_interval.count()) + "s";
-  return "global:\n  scrape_interval: " + every + "\n  evaluation_interval: " + every +
-         "\nscrape_configs:\n  - job_name: live-patching-service\n    static_configs:\n      - "
-         "targets: [" +
-         targets + "]\n";
+  std::string out = "global:\n  scrape_interval: " + every + "\n  evaluation_interval: " + every +
+                    "\n";
+  if (!options.external_labels.empty()) {
+    out += "  external_labels:\n";
+    for (const auto& [name, value] : options.external_labels) {
+      out += "    " + name + ": '" + value + "'\n";
+    }
+  }
+  out += "scrape_configs:\n";
+  auto job = [&](const std::string& name, const std::vector<std::string>& list) {
+    std::string t;
+    for (const std::string& x : list) t += (t.empty() ? "" : ", ") + ("'" + x + "'");
+    out += "  - job_name: " + name + "\n    static_configs:\n      - targets: [" + t + "]\n";
+  };
+  if (!options.targets.empty()) job("live-patching-service", options.targets);
+  for (const auto& [name, list] : options.other_jobs) job(name, list);
+  if (!options.remote_write.empty()) {
+    out += "remote_write:\n";
+    for (const std::string& url : options.remote_write) {
+      out += "  - url: '" + url + "'\n    queue_config:\n      batch_send_deadline: 1s\n";
+    }
+  }
+  return out;
 }
 
 PrometheusServer::PrometheusServer(PrometheusOptions options) : options_(std::move(options)) {
@@ -41,7 +57,9 @@ std::string PrometheusServer::Log() const { return process_ ? process_->Stderr()
 void PrometheusServer::Start() {
   if (running()) return;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (port_ == 0 || attempt > 0) port_ = PickFreePort();
+    if (port_ == 0 || attempt > 0) {
+      port_ = options_.port != 0 && attempt == 0 ? options_.port : PickFreePort();
+    }
     SpawnOptions spawn;
     spawn.argv = {options_.binary,
                   "--config.file=" + dir_.File("prometheus.yml").string(),
@@ -49,6 +67,7 @@ void PrometheusServer::Start() {
                   "--web.listen-address=" + LoopbackAddress(port_),
                   "--storage.tsdb.retention.time=1d",
                   "--log.level=warn"};
+    if (options_.remote_write_receiver) spawn.argv.push_back("--web.enable-remote-write-receiver");
     process_ = std::make_unique<Subprocess>(std::move(spawn));
     const auto until = std::chrono::steady_clock::now() + options_.start_timeout;
     while (std::chrono::steady_clock::now() < until && process_->running()) {

@@ -25,7 +25,18 @@ struct PrometheusOptions {
   // "host:port" of /metrics endpoints, job "live-patching-service" (deploy/prometheus selects
   // it)
   std::vector<std::string> targets;
+  // Other scrape jobs: name -> targets (a foreign exporter the selector must leave out).
+  std::vector<std::pair<std::string, std::vector<std::string>>> other_jobs;
   std::chrono::seconds scrape_interval{1};
+  // global.external_labels, e.g. {"replica", "a"} for one of an HA pair.
+  std::vector<std::pair<std::string, std::string>> external_labels;
+  // remote_write to these URLs (an HA pair writing into one store).
+  std::vector<std::string> remote_write;
+  // --web.enable-remote-write-receiver: the store an HA pair writes into, which keeps both
+  // copies apart by their external labels (what a querier without deduplication sees).
+  bool remote_write_receiver = false;
+  // A port to listen on (0: a free one): a new Prometheus where an old one was.
+  uint16_t port = 0;
   // Empty: $LP_PROMETHEUS_BIN, else "prometheus" from PATH (Debian: /usr/bin/prometheus).
   std::string binary;
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);

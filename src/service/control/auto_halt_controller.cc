@@ -74,11 +74,19 @@ void AutoHaltController::EvaluateNow() {
   }
   const RolloutTime now = options_.now();
   const auto started = std::chrono::steady_clock::now();
+  std::set<EvidenceKey> keys;
+  std::vector<EvidenceRequest> requests;
+  for (const auto& [key, policy_since] : wanted) {
+    EvidenceKey evidence_key{key.component, key.rollout, policy_since.second};
+    keys.insert(evidence_key);
+    const bool first = !options_.evidence->ReadBack(evidence_key);
+    requests.push_back({evidence_key, PolicyLabel(policy_since.first),
+                        first ? options_.readback_lookback : ShortLookback()});
+  }
+  options_.evidence->Retain(keys);
   StatusOr<OutcomeEvidence> evidence = Status::Unavailable("no --prometheus-url");
   if (!wanted.empty() && options_.source != nullptr) {
-    RolloutTime from = now;
-    for (const auto& [key, policy_since] : wanted) from = std::min(from, policy_since.second);
-    evidence = options_.source->Fetch(from, now);
+    evidence = options_.source->Fetch(requests, now);
   }
   Apply(wanted, evidence, now);
   std::lock_guard<std::mutex> lock(mu_);
@@ -137,33 +145,8 @@ void AutoHaltController::Apply(
       next.emplace(key, std::move(st));
       continue;
     }
-    auto steps = evidence->steps.find(key);
-    AutoHaltJudgement judged = JudgeAutoHalt(
-        policy, since, steps == evidence->steps.end() ? std::vector<TallyStep>{} : steps->second);
-    st.signal_ok = true;
-    st.signal_error.clear();
-    st.tally = judged.total;
-    st.evaluated_at = now;
-    if (log != nullptr && !was_ok && known_before) {
-      log->Info("rollout auto-halt signal back",
-                {{"component", key.component},
-                 {"rollout", key.rollout},
-                 {"reports", static_cast<int64_t>(st.tally.reports)},
-                 {"failures", static_cast<int64_t>(st.tally.failures)}});
-    }
-    if (!st.halted_at && judged.halted_at) {
-      st.halted_at = judged.halted_at;
-      st.evidence = HaltEvidence(policy, judged.total);
-      if (log != nullptr) {
-        log->Error("rollout auto-halted", {{"component", key.component},
-                                           {"rollout", key.rollout},
-                                           {"evidence", st.evidence},
-                                           {"reports", static_cast<int64_t>(st.tally.reports)},
-                                           {"failures", static_cast<int64_t>(st.tally.failures)},
-                                           {"since", FormatRolloutTime(since)},
-                                           {"halted_at", FormatRolloutTime(*st.halted_at)}});
-      }
-    }
+    auto read = evidence->rollouts.find({key.component, key.rollout, since});
+    Judge(key, read == evidence->rollouts.end() ? RolloutEvidenceRead{} : read->second, now, &st);
     next.emplace(key, std::move(st));
   }
   if (log != nullptr) {
@@ -178,6 +161,67 @@ void AutoHaltController::Apply(
   }
   states_ = std::move(next);
   ++version_;
+}
+
+std::chrono::seconds AutoHaltController::ShortLookback() const {
+  // A few intervals, and at least a few minutes of scrapes: what was exported since the last
+  // read, with room for a slow scrape.
+  return std::max<std::chrono::seconds>(
+      std::chrono::minutes(5),
+      4 * std::chrono::ceil<std::chrono::seconds>(options_.interval));
+}
+
+// Judges one rollout on what was read back and what this replica counted. Called with mu_.
+void AutoHaltController::Judge(const RolloutKey& key, const RolloutEvidenceRead& read,
+                               RolloutTime now, AutoHaltState* st) {
+  Logger* log = options_.log;
+  const bool was_ok = st->signal_ok;
+  const bool known_before = st->evaluated_at.has_value() || !st->signal_error.empty();
+  const EvidenceKey evidence_key{key.component, key.rollout, st->since};
+  const NodeSets sets = options_.evidence->MergeReadBack(evidence_key, read.sets, read.from, now);
+  st->signal_ok = true;
+  st->signal_error.clear();
+  st->tally = sets.Tally();
+  st->evaluated_at = now;
+  st->evidence_from = options_.evidence->From(evidence_key);
+  st->truncated = st->evidence_from && *st->evidence_from > st->since + TruncationGrace();
+  if (log != nullptr && !was_ok && known_before) {
+    log->Info("rollout auto-halt signal back",
+              {{"component", key.component},
+               {"rollout", key.rollout},
+               {"reports", static_cast<int64_t>(st->tally.reports)},
+               {"failures", static_cast<int64_t>(st->tally.failures)}});
+  }
+  if (st->halted_at) {
+    // Every replica takes the earliest halt any of them recorded, so all say the same time.
+    if (read.halted_at && *read.halted_at < *st->halted_at) st->halted_at = read.halted_at;
+    return;
+  }
+  if (read.halted_at) {
+    st->halted_at = read.halted_at;
+    st->evidence = "halted by a replica's record (lp_rollout_halt_record) at " +
+                   FormatRolloutTime(*read.halted_at);
+  } else if (HaltConditionHolds(st->policy, st->tally)) {
+    st->halted_at = now;
+    st->evidence = HaltEvidence(st->policy, st->tally);
+  } else {
+    return;
+  }
+  if (log != nullptr) {
+    log->Error("rollout auto-halted", {{"component", key.component},
+                                       {"rollout", key.rollout},
+                                       {"evidence", st->evidence},
+                                       {"reports", static_cast<int64_t>(st->tally.reports)},
+                                       {"failures", static_cast<int64_t>(st->tally.failures)},
+                                       {"since", FormatRolloutTime(st->since)},
+                                       {"halted_at", FormatRolloutTime(*st->halted_at)}});
+  }
+}
+
+std::chrono::seconds AutoHaltController::TruncationGrace() const {
+  // A rollout's first evaluation comes within an interval of its file's load, and a file
+  // loads a little after it is written: a minute and two intervals is not a lost window.
+  return std::chrono::minutes(1) + 2 * std::chrono::ceil<std::chrono::seconds>(options_.interval);
 }
 
 std::map<RolloutKey, AutoHaltState> AutoHaltController::States() const {

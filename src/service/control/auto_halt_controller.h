@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "service/control/node_evidence.h"
 #include "service/rollout/auto_halt.h"
 #include "service/store/component_store.h"
 
@@ -34,10 +35,25 @@ struct RolloutKey {
   auto operator<=>(const RolloutKey&) const = default;
 };
 
-// What one read of the evidence found, for every rollout at once.
+// What to read of one rollout's evidence: its key, its policy (the halt record's label) and
+// how far back (long on the first read of a key, a few intervals after).
+struct EvidenceRequest {
+  EvidenceKey key;
+  std::string policy;  // PolicyLabel
+  std::chrono::seconds lookback{0};
+};
+
+// What the replicas exported about one rollout, merged: their sets, the earliest halt any of
+// them recorded under the policy, the earliest time their evidence covers.
+struct RolloutEvidenceRead {
+  NodeSets sets;
+  std::optional<RolloutTime> halted_at;
+  std::optional<RolloutTime> from;
+};
+
+// What one read of the evidence found, for every rollout asked about.
 struct OutcomeEvidence {
-  // Per rollout, its reports per step (only steps that added some).
-  std::map<RolloutKey, std::vector<TallyStep>> steps;
+  std::map<EvidenceKey, RolloutEvidenceRead> rollouts;
   // The rollouts the evidence knows were served (their lp_rollout_applied_total series exist):
   // a rollout this replica served that is not here means Prometheus does not see us.
   std::set<RolloutKey> known;
@@ -48,9 +64,9 @@ struct OutcomeEvidence {
 class OutcomeSource {
  public:
   virtual ~OutcomeSource() = default;
-  // The reports of every rollout from `from` to `now`, in steps. One batch of requests,
-  // however many rollouts.
-  virtual StatusOr<OutcomeEvidence> Fetch(RolloutTime from, RolloutTime now) = 0;
+  // One batch of requests for every rollout asked about.
+  virtual StatusOr<OutcomeEvidence> Fetch(const std::vector<EvidenceRequest>& requests,
+                                          RolloutTime now) = 0;
 };
 
 // One auto-halting rollout as the controller last judged it.
@@ -59,10 +75,15 @@ struct AutoHaltState {
   RolloutTime since;
   bool signal_ok = false;                   // the last evaluation read the evidence
   std::string signal_error;                 // why not, when !signal_ok
-  OutcomeTally tally;                       // at the last good evaluation
+  OutcomeTally tally;                       // nodes, at the last good evaluation
   std::optional<RolloutTime> evaluated_at;  // the last good evaluation
   std::optional<RolloutTime> halted_at;     // set once, kept while the policy stays
-  std::string evidence;                     // HaltEvidence at the halt
+  std::string evidence;                     // HaltEvidence at the halt, or where it was read
+  // The earliest time the evidence covers; after since + a grace, the window is truncated:
+  // nodes that reported before `evidence_from` are not counted (every replica was gone longer
+  // than the read-back lookback, or auto_halt was added with a `since` in the past).
+  std::optional<RolloutTime> evidence_from;
+  bool truncated = false;
 };
 
 // The rollout as the judgement says it applies: halted once halted or before anything is
@@ -73,7 +94,13 @@ Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state);
 struct AutoHaltControllerOptions {
   // Null: there is no evidence (no --prometheus-url); every auto-halting rollout is held.
   OutcomeSource* source = nullptr;
+  // The replica's own sets (fed by the reports it counts), merged with what is read back and
+  // exported by the metrics. Required.
+  NodeEvidence* evidence = nullptr;
   std::chrono::milliseconds interval{30000};
+  // How far back the first read of a rollout's evidence looks (--evidence-lookback): what any
+  // replica exported within it is taken back. Later reads look back a few intervals.
+  std::chrono::seconds readback_lookback = std::chrono::hours(24);
   // Whether this replica has answered a call with the rollout (lp_rollout_applied_total > 0).
   std::function<bool(const RolloutKey&)> served;
   Logger* log = nullptr;  // one line per transition; null: none
@@ -108,13 +135,18 @@ class AutoHaltController : public ComponentStore {
   void EvaluateNow();
 
   std::map<RolloutKey, AutoHaltState> States() const;
+  const NodeEvidence* evidence() const { return options_.evidence; }
   AutoHaltStats stats() const;
 
  private:
   void Rebuild(std::shared_ptr<const StoreSnapshot> files) const;
   void Apply(const std::map<RolloutKey, std::pair<AutoHaltPolicy, RolloutTime>>& wanted,
              const StatusOr<OutcomeEvidence>& evidence, RolloutTime now);
+  void Judge(const RolloutKey& key, const RolloutEvidenceRead& read, RolloutTime now,
+             AutoHaltState* st);
   void Run();
+  std::chrono::seconds ShortLookback() const;
+  std::chrono::seconds TruncationGrace() const;
 
   const ComponentStore* files_;
   AutoHaltControllerOptions options_;

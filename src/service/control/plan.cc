@@ -85,6 +85,9 @@ StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view c
           {"min_reports", r.auto_halt->min_reports},
           {"max_failures", r.auto_halt->max_failures ? ordered_json(*r.auto_halt->max_failures)
                                                      : ordered_json(nullptr)},
+          {"min_failed_subscriptions", r.auto_halt->min_failed_subscriptions
+                                           ? ordered_json(*r.auto_halt->min_failed_subscriptions)
+                                           : ordered_json(nullptr)},
           {"since", FormatRolloutTime(AutoHaltSince(r))},
           {"note",
            "applies only while its nodes' reports have not halted it and the service "

@@ -91,6 +91,7 @@ std::vector<RolloutStatusRow> RolloutStatus::Rows(RolloutTime now) const {
       const Rollout& rollout = row.auto_halt ? as_judged : *file_rollout;
       row.component = component;
       row.name = rollout.name;
+      row.attribution = EvidenceAttributionOf(*file_rollout);
       row.state = StateAt(rollout, now);
       if (row.auto_halt_state && row.auto_halt_state->halted_at) {
         row.state = RolloutState::kAutoHalted;
@@ -121,8 +122,10 @@ nlohmann::json AutoHaltJson(const RolloutStatusRow& row) {
   const std::optional<AutoHaltState>& st = row.auto_halt_state;
   out["signal"] = st && st->signal_ok ? "ok" : "unavailable";
   out["error"] = st && !st->signal_ok ? nlohmann::json(st->signal_error) : nlohmann::json(nullptr);
+  // Nodes, not reports (docs/ROLLOUTS.md, "Counting nodes").
   out["reports"] = st ? st->tally.reports : 0;
   out["failures"] = st ? st->tally.failures : 0;
+  out["failed_subscriptions"] = st ? st->tally.failed_subscriptions : 0;
   out["failure_percent"] =
       st && st->tally.reports > 0
           ? nlohmann::json(std::round(10000.0 * static_cast<double>(st->tally.failures) /
@@ -133,6 +136,10 @@ nlohmann::json AutoHaltJson(const RolloutStatusRow& row) {
   out["evaluated_at"] = st ? time_or_null(st->evaluated_at) : nullptr;
   out["halted_at"] = st ? time_or_null(st->halted_at) : nullptr;
   out["evidence"] = st && st->halted_at ? nlohmann::json(st->evidence) : nlohmann::json(nullptr);
+  out["evidence_from"] = st ? time_or_null(st->evidence_from) : nullptr;
+  out["truncated"] = st && st->truncated;
+  out["attribution"] = EvidenceAttributionName(row.attribution);
+  out["attribution_note"] = EvidenceAttributionNote(row.attribution);
   return out;
 }
 

@@ -34,6 +34,8 @@ struct RolloutStatusRow {
   // threshold and next_step are then those of the rollout as judged (JudgedRollout).
   bool auto_halt = false;
   std::optional<AutoHaltState> auto_halt_state;  // nullopt: not evaluated yet
+  // What places a report in the rollout's evidence (EvidenceAttributionOf).
+  EvidenceAttribution attribution = EvidenceAttribution::kSigned;
 };
 
 class RolloutStatus {

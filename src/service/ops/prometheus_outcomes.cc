@@ -1,61 +1,25 @@
 #include "service/ops/prometheus_outcomes.h"
 
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
 #include "service/ops/metric_names.h"
-#include "wire/http_client.h"
 
 namespace hotfix::service {
 namespace {
 
 using json = nlohmann::json;
 
-// RFC 3986 percent-encoding of a query parameter: Boost 1.74 has no URL library, and these
-// are our own PromQL texts and numbers.
-std::string QueryEscape(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (IsAsciiAlnum(static_cast<char>(c)) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.append(1, '%').append(1, kHex[c >> 4]).append(1, kHex[c & 15]);
-    }
+// A PromQL double-quoted string.
+std::string Quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
   }
-  return out;
-}
-
-// The reports each step of `step` added, summed over replicas (prometheus_outcomes.h).
-std::string OutcomesQuery(std::chrono::seconds step) {
-  const std::string m = kMetricRolloutOutcomes;
-  const std::string offset = " offset " + std::to_string(step.count()) + "s";
-  return "sum by (component, rollout, outcome) ((" + m + " - " + m + offset + ") >= 0 or " + m +
-         ") > 0";
-}
-
-// The `data.result` array of a successful answer of resultType `want`.
-StatusOr<json> Result(std::string_view body, std::string_view want) {
-  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return Status::Unavailable("prometheus answer is not a JSON object");
-  }
-  auto status = doc.find("status");
-  if (status == doc.end() || *status != "success") {
-    auto error = doc.find("error");
-    return Status::Unavailable("prometheus query failed: " +
-                               EscapeForMessage(error != doc.end() && error->is_string()
-                                                    ? error->get<std::string>()
-                                                    : doc.dump(),
-                                                256));
-  }
-  auto data = doc.find("data");
-  if (data == doc.end() || !data->is_object() || !data->contains("resultType") ||
-      (*data)["resultType"] != want || !data->contains("result") || !(*data)["result"].is_array()) {
-    return Status::Unavailable("prometheus answer has no " + std::string(want) + " result");
-  }
-  return std::move((*data)["result"]);
+  return out + "\"";
 }
 
 std::optional<std::string> Label(const json& series, const char* name) {
@@ -66,203 +30,180 @@ std::optional<std::string> Label(const json& series, const char* name) {
   return value->get<std::string>();
 }
 
-// A sample's value: Prometheus writes floats as strings. The time must be a Unix time in
-// seconds this side of year 36,812 (2^40 s), so that step arithmetic cannot overflow.
-std::optional<double> SampleValue(const json& pair, double* time) {
-  if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_string()) {
+// The instant vector's series, each kept only if `keep` says so as it is parsed: the
+// others never reach memory as a whole.
+StatusOr<json> Vector(std::string_view body, const std::function<bool(const json&)>& keep) {
+  json::parser_callback_t callback = [&](int, json::parse_event_t event, json& parsed) {
+    if (event != json::parse_event_t::object_end || !parsed.is_object()) return true;
+    if (!parsed.contains("metric") || !parsed.contains("value")) return true;
+    return keep(parsed);
+  };
+  json doc = json::parse(body, callback, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Status::Unavailable("prometheus answer is not a JSON object");
+  }
+  auto status = doc.find("status");
+  if (status == doc.end() || *status != "success") {
+    auto error = doc.find("error");
+    return Status::Unavailable(
+        "prometheus query failed: " +
+        EscapeForMessage(error != doc.end() && error->is_string() ? error->get<std::string>()
+                                                                  : std::string("no error given"),
+                         256));
+  }
+  auto data = doc.find("data");
+  if (data == doc.end() || !data->is_object() || !data->contains("resultType") ||
+      (*data)["resultType"] != "vector" || !data->contains("result") ||
+      !(*data)["result"].is_array()) {
+    return Status::Unavailable("prometheus answer has no vector result");
+  }
+  return std::move((*data)["result"]);
+}
+
+// A sample's value: Prometheus writes floats as strings.
+std::optional<double> SampleValue(const json& series) {
+  auto pair = series.find("value");
+  if (pair == series.end() || !pair->is_array() || pair->size() != 2 || !(*pair)[1].is_string()) {
     return std::nullopt;
   }
-  *time = pair[0].get<double>();
-  if (!(*time >= 0 && *time <= static_cast<double>(kMaxAutoHaltCount))) return std::nullopt;
-  const std::string& text = pair[1].get_ref<const std::string&>();
+  const std::string& text = (*pair)[1].get_ref<const std::string&>();
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (end == text.c_str() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 
-// Requests of at most this many steps (Prometheus refuses more than 11,000 points a series).
-constexpr int64_t kMaxStepsPerRequest = 10000;
-// Steps read again at each evaluation: a scrape is stored some time after its timestamp, so
-// the last steps read may have grown since.
-constexpr int64_t kRereadSteps = 10;
-constexpr std::chrono::seconds kRereadAtLeast{60};
-
-int64_t Seconds(RolloutTime t) { return t.time_since_epoch().count(); }
-
-void AppendSteps(const std::map<RolloutKey, std::vector<TallyStep>>& from,
-                 std::map<RolloutKey, std::vector<TallyStep>>* to) {
-  for (const auto& [key, steps] : from) {
-    std::vector<TallyStep>& into = (*to)[key];
-    into.insert(into.end(), steps.begin(), steps.end());
-  }
+// A Unix time in seconds this side of year 36,812 (2^40 s).
+std::optional<RolloutTime> TimeValue(double v) {
+  if (!(v >= 0 && v <= static_cast<double>(kMaxAutoHaltCount))) return std::nullopt;
+  return RolloutTime(std::chrono::seconds(static_cast<int64_t>(v)));
 }
+
+bool SameRollout(const json& series, const EvidenceKey& key) {
+  return Label(series, "component") == key.component && Label(series, "rollout") == key.rollout &&
+         Label(series, "since") == FormatRolloutTime(key.since);
+}
+
+const EvidenceRequest* RequestOf(const json& series, const std::vector<EvidenceRequest>& requests) {
+  for (const EvidenceRequest& r : requests) {
+    if (SameRollout(series, r.key)) return &r;
+  }
+  return nullptr;
+}
+
+std::string Lookback(std::chrono::seconds s) { return "[" + std::to_string(s.count()) + "s]"; }
 
 class PrometheusOutcomeSource final : public OutcomeSource {
  public:
-  explicit PrometheusOutcomeSource(PrometheusOutcomeOptions options)
-      : options_(std::move(options)), step_(PrometheusStep(options_.step)) {
-    while (!options_.url.empty() && options_.url.back() == '/') options_.url.pop_back();
-  }
+  PrometheusOutcomeSource(std::unique_ptr<PrometheusClient> client, std::string selector)
+      : client_(std::move(client)), selector_(std::move(selector)) {}
 
-  StatusOr<OutcomeEvidence> Fetch(RolloutTime from, RolloutTime now) override {
-    const int64_t step = step_.count();
-    from = std::max(from, now - options_.max_window);
-    // Steps end on multiples of the step; the first ends at or before `from`.
-    const RolloutTime first(std::chrono::seconds(Seconds(from) / step * step));
-    const RolloutTime last(std::chrono::seconds(Seconds(now) / step * step));
-    RolloutTime read_from = first;
-    if (kept_until_ && first >= kept_from_) {
-      const auto reread = std::max<std::chrono::seconds>(step_ * kRereadSteps, kRereadAtLeast);
-      read_from = std::max(kept_from_, *kept_until_ - reread);
-      read_from = RolloutTime(std::chrono::seconds(Seconds(read_from) / step * step));
-    }
-    OutcomeEvidence read;
-    for (RolloutTime chunk = read_from; chunk <= last; chunk += step_ * kMaxStepsPerRequest) {
-      const RolloutTime chunk_end = std::min(last, chunk + step_ * (kMaxStepsPerRequest - 1));
-      StatusOr<std::string> body =
-          Get("/api/v1/query_range?query=" + QueryEscape(OutcomesQuery(step_)) +
-              "&start=" + std::to_string(Seconds(chunk)) +
-              "&end=" + std::to_string(Seconds(chunk_end)) + "&step=" + std::to_string(step));
-      if (!body.ok()) return body.status();
-      StatusOr<OutcomeEvidence> part = ParseOutcomeMatrix(*body, step_);
-      if (!part.ok()) return part.status();
-      AppendSteps(part->steps, &read.steps);
-    }
-    Keep(read, read_from, last);
-
+  StatusOr<OutcomeEvidence> Fetch(const std::vector<EvidenceRequest>& requests,
+                                  RolloutTime now) override {
     OutcomeEvidence evidence;
-    evidence.steps = kept_;
-    if (now > last) {  // the step in progress, read at `now`
-      const std::chrono::seconds back = now - last;
-      StatusOr<std::string> body = Get("/api/v1/query?query=" + QueryEscape(OutcomesQuery(back)) +
-                                       "&time=" + std::to_string(Seconds(now)));
+    const std::string time = "&time=" + std::to_string(now.time_since_epoch().count());
+    std::chrono::seconds longest{60};
+    for (const EvidenceRequest& r : requests) {
+      longest = std::max(longest, r.lookback);
+      evidence.rollouts[r.key];  // asked about: present even when nothing was exported
+      const std::string query = "last_over_time(" + std::string(kMetricRolloutNodeSketch) + "{" +
+                                selector_ + ",component=" + Quoted(r.key.component) +
+                                ",rollout=" + Quoted(r.key.rollout) +
+                                ",since=" + Quoted(FormatRolloutTime(r.key.since)) + "}" +
+                                Lookback(r.lookback) + ")";
+      StatusOr<std::string> body = client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
       if (!body.ok()) return body.status();
-      StatusOr<OutcomeEvidence> partial = ParseOutcomeVector(*body, last, now);
-      if (!partial.ok()) return partial.status();
-      AppendSteps(partial->steps, &evidence.steps);
+      if (Status st = ParseSketchAnswer(*body, r, &evidence); !st.ok()) return st;
     }
-    StatusOr<std::string> known = Get(
-        "/api/v1/query?query=" +
-        QueryEscape(std::string("group by (component, rollout) (") + kMetricRolloutApplied + ")") +
-        "&time=" + std::to_string(Seconds(now)));
+    auto instant = [&](const std::string& query) {
+      return client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
+    };
+    StatusOr<std::string> records = instant("last_over_time(" +
+                                            std::string(kMetricRolloutHaltRecord) + "{" +
+                                            selector_ + "}" + Lookback(longest) + ")");
+    if (!records.ok()) return records.status();
+    if (Status st = ParseHaltRecords(*records, requests, &evidence); !st.ok()) return st;
+    StatusOr<std::string> from = instant("last_over_time(" +
+                                         std::string(kMetricRolloutEvidenceFrom) + "{" +
+                                         selector_ + "}" + Lookback(longest) + ")");
+    if (!from.ok()) return from.status();
+    if (Status st = ParseEvidenceFrom(*from, requests, &evidence); !st.ok()) return st;
+    StatusOr<std::string> known = instant("group by (component, rollout) (" +
+                                          std::string(kMetricRolloutApplied) + "{" + selector_ +
+                                          "})");
     if (!known.ok()) return known.status();
     if (Status st = ParseKnownRollouts(*known, &evidence); !st.ok()) return st;
     return evidence;
   }
 
  private:
-  // Replaces what is kept from `read_from` on with `read`, steps ending in [read_from, last].
-  void Keep(const OutcomeEvidence& read, RolloutTime read_from, RolloutTime last) {
-    if (!kept_until_ || read_from < kept_from_) {
-      kept_.clear();
-      kept_from_ = read_from;
-    }
-    for (auto& [key, steps] : kept_) {
-      std::erase_if(steps, [&](const TallyStep& s) { return s.end >= read_from; });
-    }
-    AppendSteps(read.steps, &kept_);
-    std::erase_if(kept_, [](const auto& entry) { return entry.second.empty(); });
-    kept_until_ = last;
-  }
-
-  StatusOr<std::string> Get(const std::string& path_and_query) {
-    wire::HttpGetOptions get;
-    get.url_label = "--prometheus-url";
-    get.request.user_agent = "live-patching-service";
-    get.response.label = "prometheus";
-    get.response.max_body_bytes = options_.max_body_bytes;
-    get.connect_timeout = options_.timeout;
-    StatusOr<wire::HttpResponse> response =
-        wire::HttpGet(options_.url + path_and_query, get, Deadline::After(options_.timeout));
-    if (!response.ok()) return response.status();
-    // Prometheus answers a bad query with 400 or 422 and a JSON error, which Result reads.
-    if (response->status != 200 && response->status != 400 && response->status != 422) {
-      return Status::Unavailable("prometheus answered HTTP " + std::to_string(response->status));
-    }
-    return std::move(response->body);
-  }
-
-  PrometheusOutcomeOptions options_;
-  const std::chrono::seconds step_;
-  // The steps read so far (ends in [kept_from_, *kept_until_]), per rollout. Only the
-  // controller's thread calls Fetch.
-  std::map<RolloutKey, std::vector<TallyStep>> kept_;
-  RolloutTime kept_from_{};
-  std::optional<RolloutTime> kept_until_;
+  std::unique_ptr<PrometheusClient> client_;
+  const std::string selector_;
 };
-
-// Reports and failures of one series' sample.
-struct SeriesOf {
-  RolloutKey key;
-  bool failure = false;
-};
-std::optional<SeriesOf> OutcomeSeries(const json& series) {
-  std::optional<std::string> component = Label(series, "component");
-  std::optional<std::string> rollout = Label(series, "rollout");
-  std::optional<std::string> outcome = Label(series, "outcome");
-  if (!component || !rollout || rollout->empty()) return std::nullopt;  // unattributed
-  // An outcome this service does not name (a newer replica's) counts as a failure.
-  std::optional<ReportedOutcome> kind = ReportedOutcomeFromName(outcome.value_or(""));
-  return SeriesOf{{*component, *rollout}, !kind || IsFailure(*kind)};
-}
-
-TallyStep StepOf(RolloutTime start, RolloutTime end, double value, bool failure) {
-  // A count past what any fleet reports is clamped, so that sums cannot wrap.
-  const double clamped = std::min(std::max(0.0, value), static_cast<double>(kMaxAutoHaltCount));
-  const auto added = static_cast<uint64_t>(std::llround(clamped));
-  return {start, end, {added, failure ? added : 0}};
-}
 
 }  // namespace
 
-std::chrono::seconds PrometheusStep(std::chrono::seconds interval) {
-  static constexpr int64_t kSteps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600};
-  for (int64_t s : kSteps) {
-    if (s >= interval.count()) return std::chrono::seconds(s);
-  }
-  return std::chrono::seconds(3600);
-}
-
-StatusOr<OutcomeEvidence> ParseOutcomeVector(std::string_view body, RolloutTime start,
-                                             RolloutTime end) {
-  StatusOr<json> result = Result(body, "vector");
+Status ParseSketchAnswer(std::string_view body, const EvidenceRequest& request,
+                         OutcomeEvidence* evidence) {
+  StatusOr<json> result =
+      Vector(body, [&](const json& series) { return SameRollout(series, request.key); });
   if (!result.ok()) return result.status();
-  OutcomeEvidence evidence;
+  NodeSets& sets = evidence->rollouts[request.key].sets;
   for (const json& series : *result) {
-    std::optional<SeriesOf> of = OutcomeSeries(series);
-    auto value = series.find("value");
-    if (!of || value == series.end()) continue;
-    double time = 0;
-    std::optional<double> v = SampleValue(*value, &time);
-    if (!v) return Status::Unavailable("prometheus answer has a malformed sample");
-    evidence.steps[of->key].push_back(StepOf(start, end, *v, of->failure));
-  }
-  return evidence;
-}
-
-StatusOr<OutcomeEvidence> ParseOutcomeMatrix(std::string_view body, std::chrono::seconds step) {
-  StatusOr<json> result = Result(body, "matrix");
-  if (!result.ok()) return result.status();
-  OutcomeEvidence evidence;
-  for (const json& series : *result) {
-    std::optional<SeriesOf> of = OutcomeSeries(series);
-    auto values = series.find("values");
-    if (!of || values == series.end() || !values->is_array()) continue;
-    std::vector<TallyStep>& steps = evidence.steps[of->key];
-    for (const json& pair : *values) {
-      double time = 0;
-      std::optional<double> v = SampleValue(pair, &time);
-      if (!v) return Status::Unavailable("prometheus answer has a malformed sample");
-      const RolloutTime end(std::chrono::seconds(std::llround(time)));
-      steps.push_back(StepOf(end - step, end, *v, of->failure));
+    std::optional<std::string> set = Label(series, "set");
+    std::optional<std::string> slot = Label(series, "slot");
+    std::optional<double> value = SampleValue(series);
+    NodeSketch* sketch = set ? sets.Named(*set) : nullptr;
+    if (sketch == nullptr || !slot || !value) {
+      return Status::Unavailable("prometheus answer has a malformed node sketch series");
+    }
+    if (Status st = sketch->AddGauge(*slot, *value); !st.ok()) {
+      return Status::Unavailable("prometheus answer: " + st.message());
     }
   }
-  return evidence;
+  return Status::Ok();
+}
+
+Status ParseHaltRecords(std::string_view body, const std::vector<EvidenceRequest>& requests,
+                        OutcomeEvidence* evidence) {
+  auto request_of = [&](const json& series) -> const EvidenceRequest* {
+    const EvidenceRequest* r = RequestOf(series, requests);
+    return r != nullptr && Label(series, "policy") == r->policy ? r : nullptr;
+  };
+  StatusOr<json> result =
+      Vector(body, [&](const json& series) { return request_of(series) != nullptr; });
+  if (!result.ok()) return result.status();
+  for (const json& series : *result) {
+    const EvidenceRequest* r = request_of(series);
+    std::optional<double> value = SampleValue(series);
+    std::optional<RolloutTime> at = value ? TimeValue(*value) : std::nullopt;
+    if (r == nullptr || !at) return Status::Unavailable("prometheus answer has a malformed halt record");
+    std::optional<RolloutTime>& halted_at = evidence->rollouts[r->key].halted_at;
+    halted_at = halted_at ? std::min(*halted_at, *at) : *at;
+  }
+  return Status::Ok();
+}
+
+Status ParseEvidenceFrom(std::string_view body, const std::vector<EvidenceRequest>& requests,
+                         OutcomeEvidence* evidence) {
+  StatusOr<json> result =
+      Vector(body, [&](const json& series) { return RequestOf(series, requests) != nullptr; });
+  if (!result.ok()) return result.status();
+  for (const json& series : *result) {
+    const EvidenceRequest* r = RequestOf(series, requests);
+    std::optional<double> value = SampleValue(series);
+    std::optional<RolloutTime> at = value ? TimeValue(*value) : std::nullopt;
+    if (r == nullptr || !at) {
+      return Status::Unavailable("prometheus answer has a malformed evidence_from series");
+    }
+    std::optional<RolloutTime>& from = evidence->rollouts[r->key].from;
+    from = from ? std::min(*from, *at) : *at;
+  }
+  return Status::Ok();
 }
 
 Status ParseKnownRollouts(std::string_view body, OutcomeEvidence* evidence) {
-  StatusOr<json> result = Result(body, "vector");
+  StatusOr<json> result = Vector(body, [](const json&) { return true; });
   if (!result.ok()) return result.status();
   for (const json& series : *result) {
     std::optional<std::string> component = Label(series, "component");
@@ -274,12 +215,13 @@ Status ParseKnownRollouts(std::string_view body, OutcomeEvidence* evidence) {
 
 StatusOr<std::unique_ptr<OutcomeSource>> NewPrometheusOutcomeSource(
     PrometheusOutcomeOptions options) {
-  StatusOr<wire::HttpUrl> url = wire::ParseHttpUrl(options.url, "--prometheus-url");
-  if (!url.ok()) return url.status();
-  if (url->target.find('?') != std::string::npos) {
-    return Status::InvalidArgument("--prometheus-url " + options.url + ": no query allowed");
-  }
-  return std::unique_ptr<OutcomeSource>(new PrometheusOutcomeSource(std::move(options)));
+  StatusOr<std::string> selector = ParsePrometheusSelector(options.selector);
+  if (!selector.ok()) return selector.status();
+  StatusOr<std::unique_ptr<PrometheusClient>> client =
+      PrometheusClient::New(std::move(options.client));
+  if (!client.ok()) return client.status();
+  return std::unique_ptr<OutcomeSource>(
+      new PrometheusOutcomeSource(std::move(client.value()), std::move(selector.value())));
 }
 
 }  // namespace hotfix::service

@@ -40,6 +40,73 @@ void AddSingle(std::vector<prometheus::MetricFamily>* out, const char* name, con
   out->push_back(std::move(family));
 }
 
+// What this replica knows of each auto-halting rollout's nodes and halts, for the other
+// replicas (and itself, restarted) to read back (docs/ROLLOUTS.md, "Counting nodes"): the
+// sketches, since when they run, the halts it knows of; and the counts, for people.
+void AddEvidenceFamilies(const AutoHaltController& controller,
+                         std::vector<prometheus::MetricFamily>* out) {
+  using prometheus::MetricType;
+  auto sketch = Family(kMetricRolloutNodeSketch,
+                       "The nodes that reported on a rollout since `since`, as a mergeable "
+                       "sketch: one value per slot (docs/ROLLOUTS.md)",
+                       MetricType::Gauge);
+  auto from = Family(kMetricRolloutEvidenceFrom,
+                     "Unix time from which this replica's evidence of the rollout runs",
+                     MetricType::Gauge);
+  for (const ExportedEvidence& e : controller.evidence()->Exported()) {
+    const std::string since = FormatRolloutTime(e.key.since);
+    AddValue(&from, static_cast<double>(e.from.time_since_epoch().count()),
+             {{"component", e.key.component}, {"rollout", e.key.rollout}, {"since", since}});
+    NodeSets sets = e.sets;
+    for (const char* name : kNodeSetNames) {
+      for (const NodeSketch::Gauge& g : sets.Named(name)->Gauges()) {
+        AddValue(&sketch, static_cast<double>(g.value),
+                 {{"component", e.key.component},
+                  {"rollout", e.key.rollout},
+                  {"since", since},
+                  {"set", name},
+                  {"slot", g.slot}});
+      }
+    }
+  }
+  auto record = Family(kMetricRolloutHaltRecord,
+                       "Unix time an auto-halting rollout was halted by its evidence, under "
+                       "the policy labelled: carried by every replica that knows it",
+                       MetricType::Gauge);
+  auto truncated = Family(kMetricRolloutEvidenceTruncated,
+                          "1 when the rollout's evidence starts after its `since`: nodes that "
+                          "reported before are not counted",
+                          MetricType::Gauge);
+  auto nodes = Family(kMetricRolloutNodes,
+                      "Distinct nodes (and failed nodes' subscriptions) that reported on the "
+                      "rollout since `since`, over every replica, at the last evaluation",
+                      MetricType::Gauge);
+  for (const auto& [key, st] : controller.States()) {
+    const std::string since = FormatRolloutTime(st.since);
+    if (st.halted_at) {
+      AddValue(&record, static_cast<double>(st.halted_at->time_since_epoch().count()),
+               {{"component", key.component},
+                {"rollout", key.rollout},
+                {"since", since},
+                {"policy", PolicyLabel(st.policy)}});
+    }
+    if (!st.evaluated_at) continue;
+    AddValue(&truncated, st.truncated ? 1 : 0,
+             {{"component", key.component}, {"rollout", key.rollout}});
+    const std::pair<const char*, uint64_t> counts[] = {
+        {"reporting", st.tally.reports},
+        {"failed", st.tally.failures},
+        {"failed_subscriptions", st.tally.failed_subscriptions}};
+    for (const auto& [set, count] : counts) {
+      AddValue(&nodes, static_cast<double>(count),
+               {{"component", key.component}, {"rollout", key.rollout}, {"set", set}});
+    }
+  }
+  for (auto* family : {&sketch, &from, &record, &truncated, &nodes}) {
+    out->push_back(std::move(*family));
+  }
+}
+
 // process_* in Prometheus' standard names (its client libraries' process collector), read
 // from /proc at the scrape: prometheus-cpp has no process collector.
 void AddProcessFamilies(std::vector<prometheus::MetricFamily>* out) {
@@ -209,6 +276,7 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
     AddSingle(&out, kMetricAutoHaltSeconds,
               "Wall time the automatic-halt evaluations took, reading Prometheus included",
               MetricType::Counter, s.seconds);
+    AddEvidenceFamilies(*sources.auto_halt, &out);
   }
   if (sources.rate_limiter != nullptr) {
     AddSingle(&out, kMetricRateLimiterTrackedNodes, "Nodes (vmIds) with a rate-limit bucket now",

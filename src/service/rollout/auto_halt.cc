@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/openssl.h"
+
 namespace hotfix::service {
 
 const char* ReportedOutcomeName(ReportedOutcome outcome) {
@@ -31,6 +33,10 @@ std::optional<ReportedOutcome> ReportedOutcomeFromName(std::string_view name) {
 }
 
 bool HaltConditionHolds(const AutoHaltPolicy& policy, const OutcomeTally& tally) {
+  if (policy.min_failed_subscriptions &&
+      tally.failed_subscriptions < *policy.min_failed_subscriptions) {
+    return false;
+  }
   if (policy.max_failures && tally.failures >= *policy.max_failures) return true;
   if (tally.reports == 0 || tally.reports < policy.min_reports) return false;
   // failures * 100 / reports > percent, with percent held as percent * 100: 128 bits, since
@@ -39,39 +45,38 @@ bool HaltConditionHolds(const AutoHaltPolicy& policy, const OutcomeTally& tally)
   return Wide{tally.failures} * 10000 > Wide{policy.max_failure_percent} * tally.reports;
 }
 
-AutoHaltJudgement JudgeAutoHalt(const AutoHaltPolicy& policy, RolloutTime since,
-                                std::vector<TallyStep> steps) {
-  std::sort(steps.begin(), steps.end(),
-            [](const TallyStep& a, const TallyStep& b) { return a.end < b.end; });
-  AutoHaltJudgement judgement;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].start < since) continue;
-    judgement.total.reports += steps[i].added.reports;
-    judgement.total.failures += steps[i].added.failures;
-    const bool last_of_step = i + 1 == steps.size() || steps[i + 1].end != steps[i].end;
-    if (last_of_step && !judgement.halted_at && HaltConditionHolds(policy, judgement.total)) {
-      judgement.halted_at = steps[i].end;
-    }
-  }
-  return judgement;
+std::string PolicyLabel(const AutoHaltPolicy& policy) {
+  std::string text = "max_failure_percent=" + std::to_string(policy.max_failure_percent) +
+                     ";min_reports=" + std::to_string(policy.min_reports) + ";max_failures=" +
+                     (policy.max_failures ? std::to_string(*policy.max_failures) : "") +
+                     ";min_failed_subscriptions=" +
+                     (policy.min_failed_subscriptions
+                          ? std::to_string(*policy.min_failed_subscriptions)
+                          : "");
+  return ossl::Sha256Hex(text).substr(0, 12);
 }
 
 std::string HaltEvidence(const AutoHaltPolicy& policy, const OutcomeTally& tally) {
   char buf[256];
+  std::string subscriptions;
+  if (policy.min_failed_subscriptions) {
+    subscriptions = ", from " + std::to_string(tally.failed_subscriptions) + " subscriptions (" +
+                    std::to_string(*policy.min_failed_subscriptions) + " needed)";
+  }
   if (policy.max_failures && tally.failures >= *policy.max_failures) {
-    std::snprintf(buf, sizeof buf, "failures %llu >= max_failures %llu",
+    std::snprintf(buf, sizeof buf, "failed nodes %llu >= max_failures %llu",
                   static_cast<unsigned long long>(tally.failures),
                   static_cast<unsigned long long>(*policy.max_failures));
-    return buf;
+    return buf + subscriptions;
   }
   const double share =
       tally.reports == 0 ? 0 : 100.0 * static_cast<double>(tally.failures) / tally.reports;
   std::snprintf(
-      buf, sizeof buf, "failures %llu of %llu reports (%.2f%%) > %.2f%% with %llu or more",
+      buf, sizeof buf, "failed nodes %llu of %llu reporting (%.2f%%) > %.2f%% with %llu or more",
       static_cast<unsigned long long>(tally.failures),
       static_cast<unsigned long long>(tally.reports), share, policy.max_failure_percent / 100.0,
       static_cast<unsigned long long>(policy.min_reports));
-  return buf;
+  return buf + subscriptions;
 }
 
 }  // namespace hotfix::service

@@ -34,36 +34,26 @@ const char* ReportedOutcomeName(ReportedOutcome outcome);
 std::optional<ReportedOutcome> ReportedOutcomeFromName(std::string_view name);
 inline bool IsFailure(ReportedOutcome outcome) { return outcome != ReportedOutcome::kInstalled; }
 
+// What the nodes' reports add up to, over every replica, since the rollout's `since`: nodes,
+// not reports (docs/ROLLOUTS.md, "Counting nodes"). A node counts once as reporting whatever
+// it sent, and once as failed if it reported any failure.
 struct OutcomeTally {
-  uint64_t reports = 0;   // every outcome
-  uint64_t failures = 0;  // every outcome but installed
+  uint64_t reports = 0;               // distinct nodes that reported
+  uint64_t failures = 0;              // of those, the ones that reported a failure
+  uint64_t failed_subscriptions = 0;  // distinct subscriptions of the failed nodes
 
   bool operator==(const OutcomeTally&) const = default;
 };
 
-// reports >= min_reports and failures * 100 / reports > max_failure_percent (exactly, in
-// integers), or failures >= max_failures.
+// (reports >= min_reports and failures * 100 / reports > max_failure_percent (exactly, in
+// integers), or failures >= max_failures), and failed_subscriptions >= min_failed_subscriptions
+// when the policy sets it.
 bool HaltConditionHolds(const AutoHaltPolicy& policy, const OutcomeTally& tally);
 
-// The reports of one rollout that arrived in the step (start, end].
-struct TallyStep {
-  RolloutTime start;
-  RolloutTime end;
-  OutcomeTally added;
-};
-
-struct AutoHaltJudgement {
-  OutcomeTally total;                    // of the steps wholly after `since`
-  std::optional<RolloutTime> halted_at;  // the end of the first step after which it held
-};
-
-// Adds up the steps that start at or after `since` in time order (they may come in any order,
-// and several may share a step: those are added together before the condition is checked)
-// and finds the first step after which the condition held. Once it has, later successes do
-// not undo it: the halt is sticky. A step that straddles `since` is left out, so moving
-// `since` past the failures leaves them out.
-AutoHaltJudgement JudgeAutoHalt(const AutoHaltPolicy& policy, RolloutTime since,
-                                std::vector<TallyStep> steps);
+// The policy as a label value: the first 12 hex digits of SHA-256 of its canonical text. A
+// halt is recorded under it (lp_rollout_halt_record), so changing any threshold (a person
+// acting) judges the evidence afresh, and every replica names the same policy the same way.
+std::string PolicyLabel(const AutoHaltPolicy& policy);
 
 // "failures 7 of 20 reports (35%) > 5% after 20 reports" or "failures 3 >= max_failures 3":
 // why the condition holds, for the log line of a halt and GET /rollouts.

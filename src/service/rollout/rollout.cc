@@ -170,7 +170,8 @@ StatusOr<uint64_t> ParseCount(const json& value, std::string_view field) {
 
 StatusOr<AutoHaltPolicy> ParseAutoHalt(const json& value) {
   if (!value.is_object()) return WrongType("auto_halt", value, "an object");
-  Status known = CheckKeys(value, {"max_failure_percent", "min_reports", "max_failures", "since"},
+  Status known = CheckKeys(value, {"max_failure_percent", "min_reports", "max_failures",
+                            "min_failed_subscriptions", "since"},
                            {"max_failure_percent", "min_reports"}, "auto_halt: ");
   if (!known.ok()) return known;
   AutoHaltPolicy policy;
@@ -184,6 +185,11 @@ StatusOr<AutoHaltPolicy> ParseAutoHalt(const json& value) {
     auto max_failures = ParseCount(*it, "auto_halt.max_failures");
     if (!max_failures.ok()) return max_failures.status();
     policy.max_failures = *max_failures;
+  }
+  if (auto it = value.find("min_failed_subscriptions"); it != value.end()) {
+    auto subscriptions = ParseCount(*it, "auto_halt.min_failed_subscriptions");
+    if (!subscriptions.ok()) return subscriptions.status();
+    policy.min_failed_subscriptions = *subscriptions;
   }
   if (auto it = value.find("since"); it != value.end()) {
     auto since = ParseTimeField(*it, "auto_halt.since");
@@ -416,6 +422,43 @@ uint32_t RolloutBucket(std::string_view name, std::string_view key) {
   uint64_t head = 0;
   for (int i = 0; i < 8; ++i) head = (head << 8) | digest[i];
   return static_cast<uint32_t>(head % kBucketCount);
+}
+
+EvidenceAttribution EvidenceAttributionOf(const Rollout& rollout) {
+  if (rollout.match.clusters.empty() && rollout.cohort == Cohort::kNode) {
+    return EvidenceAttribution::kSigned;
+  }
+  return rollout.match.subscriptions.empty() && rollout.match.vm_ids.empty()
+             ? EvidenceAttribution::kAuthority
+             : EvidenceAttribution::kSubscription;
+}
+
+const char* EvidenceAttributionName(EvidenceAttribution a) {
+  switch (a) {
+    case EvidenceAttribution::kSigned:
+      return "signed";
+    case EvidenceAttribution::kSubscription:
+      return "subscription";
+    case EvidenceAttribution::kAuthority:
+      return "authority";
+  }
+  return "authority";
+}
+
+const char* EvidenceAttributionNote(EvidenceAttribution a) {
+  switch (a) {
+    case EvidenceAttribution::kSigned:
+      return "reports count by the signed vmId and subscription only";
+    case EvidenceAttribution::kSubscription:
+      return "the cluster is the caller's own :authority, but only nodes of the named "
+             "subscriptions (or vmIds) count: one of them can count itself in another of their "
+             "clusters, once";
+    case EvidenceAttribution::kAuthority:
+      return "the cluster is the caller's own :authority: any admitted node can count itself "
+             "in this rollout, once per vmId; set min_failed_subscriptions, or name "
+             "subscriptions in match";
+  }
+  return "";
 }
 
 RolloutTime AutoHaltSince(const Rollout& rollout) {

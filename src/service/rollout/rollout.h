@@ -47,12 +47,15 @@ struct RolloutMatch {
 };
 
 // A rollout that halts itself on the nodes' reports (docs/ROLLOUTS.md, "Automatic halt"):
-// halted once reports >= min_reports and failures * 100 / reports > max_failure_percent, or
-// once failures >= max_failures, counting the reports since `since`.
+// halted once reporting nodes >= min_reports and failed nodes * 100 / reporting nodes >
+// max_failure_percent, or once failed nodes >= max_failures, counting the nodes that reported
+// since `since`; with min_failed_subscriptions, only once the failed nodes come from that many
+// subscriptions.
 struct AutoHaltPolicy {
   uint32_t max_failure_percent = 0;  // percent * 100, as a step's threshold
   uint64_t min_reports = 1;
   std::optional<uint64_t> max_failures;
+  std::optional<uint64_t> min_failed_subscriptions;
   std::optional<RolloutTime> since;  // absent: the first step's `at`
 
   bool operator==(const AutoHaltPolicy&) const = default;
@@ -72,6 +75,20 @@ struct Rollout {
   bool halted = false;
   std::optional<AutoHaltPolicy> auto_halt;
 };
+
+// What places a node's report in a rollout's evidence (docs/ROLLOUTS.md, "What a caller can
+// move"). A report counts toward each rollout that applies to the node, and a rollout applies
+// by the signed document's vmId and subscriptionId, and by the cluster host, which is the
+// caller's own :authority.
+enum class EvidenceAttribution {
+  kSigned,        // no `clusters` and the node cohort: signed facts alone
+  kSubscription,  // `clusters` or the cluster cohort, but only the subscriptions it names
+  kAuthority,     // `clusters` or the cluster cohort and no subscription: any admitted caller
+};
+EvidenceAttribution EvidenceAttributionOf(const Rollout& rollout);
+const char* EvidenceAttributionName(EvidenceAttribution a);  // "signed", "subscription", ...
+// One sentence for GET /rollouts: what a caller can do to this rollout's counts.
+const char* EvidenceAttributionNote(EvidenceAttribution a);
 
 // Where an auto-halting rollout's count of reports starts: auto_halt.since, else the first
 // step's `at`.

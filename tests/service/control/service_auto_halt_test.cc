@@ -1,8 +1,10 @@
 // The automatic halt (docs/ROLLOUTS.md, "Automatic halt"): the decision as a pure function
-// (boundaries, the minimum sample, the absolute limit, no data), the judgement over a history
-// (sticky, `since`, steps in any order), the `auto_halt` object's validation, the controller
-// over a fake evidence source (halt, sticky, held without evidence, nothing applied before the
-// first evaluation, a person resuming), Prometheus' answers parsed, and repeated reports.
+// (boundaries, the minimum sample, the absolute limit, distinct subscriptions, no data), the
+// `auto_halt` object's validation, the controller over a fake evidence source (nodes counted
+// once, halt, sticky, a halt read back from another replica's record, held without evidence,
+// nothing applied before the first evaluation, a person resuming, a truncated window),
+// Prometheus' answers parsed (only the asked-for series kept), the selector, and repeated
+// reports.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,6 +18,9 @@
 
 #include "rollout_example.h"
 #include "service/control/auto_halt_controller.h"
+#include "common/text.h"
+#include "service/control/node_evidence.h"
+#include "service/ops/prometheus_client.h"
 #include "service/ops/prometheus_outcomes.h"
 #include "service/recent_reports.h"
 #include "service/rollout/auto_halt.h"
@@ -88,67 +93,37 @@ TEST(HaltCondition, LargestCountsDoNotOverflow) {
 }
 
 TEST(HaltCondition, EvidenceSaysWhy) {
-  EXPECT_EQ(HaltEvidence(Policy(500, 20, 3), {10, 3}), "failures 3 >= max_failures 3");
+  EXPECT_EQ(HaltEvidence(Policy(500, 20, 3), {10, 3}), "failed nodes 3 >= max_failures 3");
   EXPECT_EQ(HaltEvidence(Policy(500, 20), {20, 2}),
-            "failures 2 of 20 reports (10.00%) > 5.00% with 20 or more");
+            "failed nodes 2 of 20 reporting (10.00%) > 5.00% with 20 or more");
+  AutoHaltPolicy p = Policy(500, 20, 3);
+  p.min_failed_subscriptions = 2;
+  EXPECT_EQ(HaltEvidence(p, {10, 3, 2}),
+            "failed nodes 3 >= max_failures 3, from 2 subscriptions (2 needed)");
 }
 
-// ---- the judgement over a history --------------------------------------------------------
-
-TallyStep Step(std::string_view end, uint64_t reports, uint64_t failures,
-               std::chrono::seconds length = 30s) {
-  const RolloutTime e = T(end);
-  return {e - length, e, {reports, failures}};
+TEST(HaltCondition, MinFailedSubscriptionsKeepsOneTenantFromHaltingAlone) {
+  AutoHaltPolicy p = Policy(500, 10, 3);
+  p.min_failed_subscriptions = 2;
+  EXPECT_FALSE(HaltConditionHolds(p, {100, 100, 1}));  // every failure from one subscription
+  EXPECT_TRUE(HaltConditionHolds(p, {100, 3, 2}));
+  EXPECT_FALSE(HaltConditionHolds(p, {100, 2, 2}));  // neither the share nor max_failures
 }
 
-TEST(JudgeAutoHalt, AddsTheStepsAndFindsTheFirstThatHeld) {
-  const AutoHaltPolicy p = Policy(500, 10);
-  const AutoHaltJudgement j =
-      JudgeAutoHalt(p, T("2026-12-04T00:00:00Z"),
-                    {Step("2026-12-04T00:01:00Z", 5, 0), Step("2026-12-04T00:01:30Z", 5, 1),
-                     Step("2026-12-04T00:02:00Z", 2, 0)});
-  EXPECT_EQ(j.total, (OutcomeTally{12, 1}));
-  ASSERT_TRUE(j.halted_at.has_value());
-  EXPECT_EQ(*j.halted_at, T("2026-12-04T00:01:30Z"));  // 1 of 10 = 10 % > 5 %
-}
-
-TEST(JudgeAutoHalt, IsStickyThroughLaterSuccesses) {
-  const AutoHaltJudgement j =
-      JudgeAutoHalt(Policy(500, 10), T("2026-12-04T00:00:00Z"),
-                    {Step("2026-12-04T00:01:00Z", 10, 5), Step("2026-12-04T00:02:00Z", 1000, 0)});
-  EXPECT_EQ(j.total, (OutcomeTally{1010, 5}));  // 0.5 % now
-  EXPECT_TRUE(j.halted_at.has_value());
-}
-
-TEST(JudgeAutoHalt, LeavesOutStepsBeforeSinceAndTheOneStraddlingIt) {
-  const AutoHaltPolicy p = Policy(500, 1);
-  const std::vector<TallyStep> steps = {Step("2026-12-04T00:00:30Z", 10, 10),
-                                        Step("2026-12-04T00:01:00Z", 10, 10),
-                                        Step("2026-12-04T00:01:30Z", 10, 0)};
-  const AutoHaltJudgement j = JudgeAutoHalt(p, T("2026-12-04T00:00:45Z"), steps);
-  EXPECT_EQ(j.total, (OutcomeTally{10, 0}));  // the step (00:00:30, 00:01:00] straddles
-  EXPECT_FALSE(j.halted_at.has_value());
-  // A `since` on a step boundary starts with that step.
-  EXPECT_EQ(JudgeAutoHalt(p, T("2026-12-04T00:00:30Z"), steps).total, (OutcomeTally{20, 10}));
-}
-
-TEST(JudgeAutoHalt, StepsInAnyOrderAndOneStepsSeriesAddedBeforeTheCheck) {
-  const AutoHaltPolicy p = Policy(5000, 4);
-  // One step's failures arrive (as their own series) before its successes: 2 of 4 is 50 %,
-  // not over; counted alone the 2 failures of 2 would have been.
-  const AutoHaltJudgement j =
-      JudgeAutoHalt(p, T("2026-12-04T00:00:00Z"),
-                    {Step("2026-12-04T00:02:00Z", 1, 1), Step("2026-12-04T00:01:00Z", 2, 2),
-                     Step("2026-12-04T00:01:00Z", 2, 0)});
-  EXPECT_EQ(j.total, (OutcomeTally{5, 3}));
-  ASSERT_TRUE(j.halted_at.has_value());
-  EXPECT_EQ(*j.halted_at, T("2026-12-04T00:02:00Z"));
-}
-
-TEST(JudgeAutoHalt, NoStepsNoHalt) {
-  const AutoHaltJudgement j = JudgeAutoHalt(Policy(0, 1, 1), T("2026-12-04T00:00:00Z"), {});
-  EXPECT_EQ(j.total, (OutcomeTally{0, 0}));
-  EXPECT_FALSE(j.halted_at.has_value());
+TEST(PolicyLabel, NamesEveryThresholdAndNothingElse) {
+  AutoHaltPolicy p = Policy(500, 20, 3);
+  const std::string label = PolicyLabel(p);
+  // printf 'max_failure_percent=500;min_reports=20;max_failures=3;min_failed_subscriptions=' |
+  //   sha256sum | cut -c1-12
+  EXPECT_EQ(label, "6e085f236a23");
+  AutoHaltPolicy q = p;
+  q.since = T("2026-12-04T00:00:00Z");  // since is the evidence's key, not the policy's
+  EXPECT_EQ(PolicyLabel(q), label);
+  for (const AutoHaltPolicy& changed : {Policy(501, 20, 3), Policy(500, 21, 3), Policy(500, 20)}) {
+    EXPECT_NE(PolicyLabel(changed), label);
+  }
+  q.min_failed_subscriptions = 1;
+  EXPECT_NE(PolicyLabel(q), label);
 }
 
 // ---- validation ---------------------------------------------------------------------------
@@ -163,6 +138,7 @@ TEST(AutoHaltPolicyParse, AcceptsTheDocumentedShape) {
   auto parsed = ParseRollouts(WithAutoHalt({{"max_failure_percent", 5.25},
                                             {"min_reports", 20},
                                             {"max_failures", 3},
+                                            {"min_failed_subscriptions", 2},
                                             {"since", "2026-12-04T03:00:00Z"}}));
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   const Rollout& r = parsed->at(0);
@@ -170,6 +146,7 @@ TEST(AutoHaltPolicyParse, AcceptsTheDocumentedShape) {
   EXPECT_EQ(r.auto_halt->max_failure_percent, 525u);
   EXPECT_EQ(r.auto_halt->min_reports, 20u);
   EXPECT_EQ(r.auto_halt->max_failures, std::optional<uint64_t>(3));
+  EXPECT_EQ(r.auto_halt->min_failed_subscriptions, std::optional<uint64_t>(2));
   EXPECT_EQ(AutoHaltSince(r), T("2026-12-04T03:00:00Z"));
 }
 
@@ -202,6 +179,8 @@ TEST(AutoHaltPolicyParse, RefusesWhatItShould) {
        "is not between 1 and 1099511627776"},
       {{{"max_failure_percent", 5}, {"min_reports", 1}, {"since", "yesterday"}},
        "auto_halt.since \"yesterday\" is not RFC 3339"},
+      {{{"max_failure_percent", 5}, {"min_reports", 1}, {"min_failed_subscriptions", 0}},
+       "auto_halt.min_failed_subscriptions 0 is not between 1"},
   };
   for (const auto& [auto_halt, want] : cases) {
     auto parsed = ParseRollouts(WithAutoHalt(auto_halt));
@@ -237,18 +216,20 @@ class SwappableStore : public ComponentStore {
 // while the controller's thread fetches; the other fields are for one-thread tests).
 class FakeSource : public OutcomeSource {
  public:
-  StatusOr<OutcomeEvidence> Fetch(RolloutTime from, RolloutTime now) override {
+  StatusOr<OutcomeEvidence> Fetch(const std::vector<EvidenceRequest>& requests,
+                                  RolloutTime now) override {
     ++fetches;
-    last_from = from;
+    last_requests = requests;
     last_now = now;
     return next;
   }
   StatusOr<OutcomeEvidence> next = OutcomeEvidence{};
   std::atomic<int> fetches{0};
-  RolloutTime last_from, last_now;
+  std::vector<EvidenceRequest> last_requests;
+  RolloutTime last_now;
 };
 
-// One rollout at 10 % from 00:00 and 100 % from 12:00, halting at 5 % of 20 or 3 failures;
+// One rollout at 10 % from 00:00 and 100 % from 12:00, halting at 5 % of 20 or 3 failed nodes;
 // a second rollout without auto_halt beside it.
 json AutoHaltFile(const std::string& since = "") {
   json r = json::object();
@@ -264,12 +245,32 @@ json AutoHaltFile(const std::string& since = "") {
   return {{"hotfixes", {{"202604.01", "202604.01.3"}}}, {"rollouts", {r, plain}}};
 }
 
+std::string VmId(int n) { return "abcdef00-0000-4000-8000-" + std::to_string(100000000000 + n); }
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  return s;
+}
+
+// Nodes first..last reporting; those from failed_first on failed, in subscription "sub-<n%subs>".
+NodeSets Nodes(int first, int last, int failed_first = 1 << 30, int subs = 1) {
+  NodeEvidence e;
+  const EvidenceKey k{"c", "r", RolloutTime{}};
+  for (int n = first; n <= last; ++n) {
+    e.Add(k, VmId(n), "sub-" + std::to_string(n % subs), n >= failed_first);
+  }
+  return e.MergeReadBack(k, {}, std::nullopt, RolloutTime{});
+}
+
+const EvidenceKey kCanaryKey{"aksNodeController", "canary", T("2026-12-04T00:00:00Z")};
+
 struct ControllerTest : ::testing::Test {
   ControllerTest() { store.Set(AutoHaltFile()); }
 
-  std::unique_ptr<AutoHaltController> Make(OutcomeSource* src) {
+  std::unique_ptr<AutoHaltController> Make(OutcomeSource* src, NodeEvidence* own = nullptr) {
     AutoHaltControllerOptions options;
     options.source = src;
+    options.evidence = own != nullptr ? own : &evidence;
     options.now = [this] { return now; };
     options.served = [this](const RolloutKey&) { return served; };
     return std::make_unique<AutoHaltController>(&store, std::move(options));
@@ -279,15 +280,19 @@ struct ControllerTest : ::testing::Test {
     held = c.Current();
     return held->components.at(kAks)->rollouts.at(0);
   }
-  void Evidence(std::vector<TallyStep> steps) {
+  // What Prometheus answers about the canary: every replica's sets, merged.
+  void Evidence(NodeSets sets, std::optional<RolloutTime> halted_at = std::nullopt,
+                std::optional<RolloutTime> from = std::nullopt,
+                EvidenceKey key = kCanaryKey) {
     OutcomeEvidence e;
-    e.steps[{kAks, "canary"}] = std::move(steps);
+    e.rollouts[key] = {std::move(sets), halted_at, from};
     e.known.insert({kAks, "canary"});
     source.next = e;
   }
 
   SwappableStore store;
   FakeSource source;
+  NodeEvidence evidence;  // this replica's
   RolloutTime now = T("2026-12-04T06:00:00Z");
   bool served = false;
   std::shared_ptr<const StoreSnapshot> held;
@@ -299,33 +304,70 @@ TEST_F(ControllerTest, NothingIsAppliedBeforeTheFirstEvaluation) {
   EXPECT_EQ(c->stats().ok + c->stats().unavailable, 0u);
   EXPECT_FALSE(c->Current()->components.at(kAks)->rollouts.at(1).halted);  // no auto_halt
   EXPECT_EQ(source.fetches, 0);
+  EXPECT_TRUE(evidence.Exported().empty());  // nothing exported before it was read back
 }
 
 TEST_F(ControllerTest, AppliesWhileTheEvidenceIsGoodAndHaltsWhenItSaysSo) {
   auto c = Make(&source);
-  Evidence({Step("2026-12-04T01:00:00Z", 30, 1)});
+  Evidence(Nodes(1, 30, 30));  // 30 nodes, one failed
   c->EvaluateNow();
-  EXPECT_EQ(source.last_from, T("2026-12-04T00:00:00Z"));  // the first step's at
+  ASSERT_EQ(source.last_requests.size(), 1u);
+  EXPECT_EQ(source.last_requests[0].key, kCanaryKey);  // since: the first step's at
+  EXPECT_EQ(source.last_requests[0].lookback, std::chrono::seconds(std::chrono::hours(24)));
+  EXPECT_EQ(source.last_requests[0].policy, PolicyLabel(*Canary(*c).auto_halt));
   EXPECT_EQ(source.last_now, now);
   const Rollout& applied = Canary(*c);
   EXPECT_FALSE(applied.halted);
   EXPECT_FALSE(applied.hold_at.has_value());
-  EXPECT_EQ(c->States().at({kAks, "canary"}).tally, (OutcomeTally{30, 1}));
+  EXPECT_EQ(c->States().at({kAks, "canary"}).tally, (OutcomeTally{30, 1, 1}));
+  // Read back once: later reads look back a few intervals, and the sets are exported.
+  c->EvaluateNow();
+  EXPECT_EQ(source.last_requests[0].lookback, std::chrono::seconds(300));
+  ASSERT_EQ(evidence.Exported().size(), 1u);
+  EXPECT_EQ(evidence.Exported()[0].sets, Nodes(1, 30, 30));
 
-  Evidence({Step("2026-12-04T01:00:00Z", 30, 1), Step("2026-12-04T02:00:00Z", 5, 2)});
+  Evidence(Nodes(1, 35, 28));  // 8 failed nodes of 35
+  now += 1min;
   c->EvaluateNow();
   EXPECT_TRUE(Canary(*c).halted);
   const AutoHaltState st = c->States().at({kAks, "canary"});
-  EXPECT_EQ(st.halted_at, T("2026-12-04T02:00:00Z"));
-  EXPECT_EQ(st.evidence, "failures 3 >= max_failures 3");
+  EXPECT_EQ(st.halted_at, now);
+  EXPECT_EQ(st.evidence, "failed nodes 8 >= max_failures 3");
   // The store's generation is kept; the other rollout is untouched.
   EXPECT_EQ(c->Current()->generation, store.Current()->generation);
   EXPECT_FALSE(c->Current()->components.at(kAks)->rollouts.at(1).halted);
 }
 
+TEST_F(ControllerTest, ANodeCountsOnceWhateverItSendsToWhicheverReplica) {
+  // One node: every outcome, to this replica and (as read back) to two others, many times.
+  NodeEvidence other1, other2;
+  for (int i = 0; i < 50; ++i) {
+    for (NodeEvidence* e : {&evidence, &other1, &other2}) {
+      e->Add(kCanaryKey, VmId(7), "sub-a", i % 2 == 0);
+      e->Add(kCanaryKey, Upper(VmId(7)), "SUB-A", true);  // the same node, other case
+    }
+  }
+  NodeSets read = other1.MergeReadBack(kCanaryKey, {}, std::nullopt, RolloutTime{});
+  read.Merge(other2.MergeReadBack(kCanaryKey, {}, std::nullopt, RolloutTime{}));
+  read.Merge(read);  // a second Prometheus with the same series
+  Evidence(read);
+  auto c = Make(&source);
+  c->EvaluateNow();
+  EXPECT_EQ(c->States().at({kAks, "canary"}).tally, (OutcomeTally{1, 1, 1}));
+}
+
+TEST_F(ControllerTest, ThisReplicasOwnReportsCountBeforePrometheusHasThem) {
+  auto c = Make(&source);
+  Evidence(Nodes(1, 10));
+  for (int n = 11; n <= 15; ++n) evidence.Add(kCanaryKey, VmId(n), "sub-0", true);
+  c->EvaluateNow();
+  EXPECT_EQ(c->States().at({kAks, "canary"}).tally, (OutcomeTally{15, 5, 1}));
+  EXPECT_TRUE(Canary(*c).halted);
+}
+
 TEST_F(ControllerTest, StaysHaltedThroughLaterSuccessesAndLostEvidence) {
   auto c = Make(&source);
-  Evidence({Step("2026-12-04T01:00:00Z", 20, 3)});
+  Evidence(Nodes(1, 20, 18));
   c->EvaluateNow();
   ASSERT_TRUE(Canary(*c).halted);
   // Prometheus forgot (or a restart of it): this replica remembers.
@@ -340,21 +382,46 @@ TEST_F(ControllerTest, StaysHaltedThroughLaterSuccessesAndLostEvidence) {
   EXPECT_EQ(c->stats().unavailable, 1u);
 }
 
-TEST_F(ControllerTest, ANewReplicaJudgesTheSameHistoryTheSameWay) {
-  Evidence({Step("2026-12-04T01:00:00Z", 20, 3), Step("2026-12-04T02:00:00Z", 2000, 0)});
-  auto first = Make(&source);
-  first->EvaluateNow();
-  auto restarted = Make(&source);
+TEST_F(ControllerTest, ARestartedReplicaTakesTheHaltBackFromARecord) {
+  // The sets no longer say so (a thousand successes since), but a replica recorded the halt.
+  Evidence(Nodes(1, 2000), T("2026-12-04T02:00:00Z"));
+  NodeEvidence fresh;
+  auto restarted = Make(&source, &fresh);
   restarted->EvaluateNow();
-  EXPECT_TRUE(Canary(*first).halted);
   EXPECT_TRUE(Canary(*restarted).halted);
-  EXPECT_EQ(first->States().at({kAks, "canary"}).halted_at,
-            restarted->States().at({kAks, "canary"}).halted_at);
+  const AutoHaltState st = restarted->States().at({kAks, "canary"});
+  EXPECT_EQ(st.halted_at, T("2026-12-04T02:00:00Z"));
+  EXPECT_THAT(st.evidence, HasSubstr("lp_rollout_halt_record"));
+}
+
+TEST_F(ControllerTest, AWindowStartingAfterSinceIsTruncated) {
+  auto c = Make(&source);
+  Evidence(Nodes(1, 5));  // nothing read back says when it started: from now (06:00)
+  c->EvaluateNow();
+  AutoHaltState st = c->States().at({kAks, "canary"});
+  EXPECT_TRUE(st.truncated);
+  EXPECT_EQ(st.evidence_from, now);
+  EXPECT_FALSE(Canary(*c).halted);  // truncation never halts nor holds
+  // Another replica carried it from since: not truncated.
+  NodeEvidence fresh;
+  auto other = Make(&source, &fresh);
+  Evidence(Nodes(1, 5), std::nullopt, T("2026-12-04T00:00:00Z"));
+  other->EvaluateNow();
+  st = other->States().at({kAks, "canary"});
+  EXPECT_FALSE(st.truncated);
+  EXPECT_EQ(st.evidence_from, T("2026-12-04T00:00:00Z"));
+  // A since in the future is never truncated.
+  store.Set(AutoHaltFile("2026-12-05T00:00:00Z"));
+  NodeEvidence third;
+  auto early = Make(&source, &third);
+  source.next = OutcomeEvidence{};
+  early->EvaluateNow();
+  EXPECT_FALSE(early->States().at({kAks, "canary"}).truncated);
 }
 
 TEST_F(ControllerTest, WithoutEvidenceItHoldsWhereItWasAndNeverAdvances) {
   auto c = Make(&source);
-  Evidence({Step("2026-12-04T01:00:00Z", 5, 0)});
+  Evidence(Nodes(1, 5));
   c->EvaluateNow();  // 06:00, at 10 %
   source.next = Status::Unavailable("prometheus url: connection refused");
   now = T("2026-12-04T13:00:00Z");  // past the 100 % step
@@ -368,7 +435,7 @@ TEST_F(ControllerTest, WithoutEvidenceItHoldsWhereItWasAndNeverAdvances) {
   EXPECT_FALSE(st.signal_ok);
   EXPECT_THAT(st.signal_error, HasSubstr("connection refused"));
   // The evidence returns: the ramp goes on.
-  Evidence({Step("2026-12-04T01:00:00Z", 5, 0)});
+  Evidence(Nodes(1, 5));
   c->EvaluateNow();
   EXPECT_FALSE(Canary(*c).hold_at.has_value());
 }
@@ -393,17 +460,36 @@ TEST_F(ControllerTest, ASeriesMissingForARolloutThisReplicaServedIsNoEvidence) {
   EXPECT_FALSE(Canary(*c).halted);
 }
 
-TEST_F(ControllerTest, MovingSinceResumes) {
+TEST_F(ControllerTest, MovingSinceResumesOnNewEvidence) {
   auto c = Make(&source);
-  Evidence({Step("2026-12-04T01:00:00Z", 20, 3), Step("2026-12-04T05:00:00Z", 10, 0)});
+  Evidence(Nodes(1, 20, 18), T("2026-12-04T01:00:00Z"));
   c->EvaluateNow();
   ASSERT_TRUE(Canary(*c).halted);
   store.Set(AutoHaltFile("2026-12-04T04:00:00Z"));
   EXPECT_TRUE(Canary(*c).halted);  // not judged under the new policy yet
+  const EvidenceKey moved{kAks, "canary", T("2026-12-04T04:00:00Z")};
+  Evidence(Nodes(100, 109), std::nullopt, std::nullopt, moved);
   c->EvaluateNow();
-  EXPECT_EQ(source.last_from, T("2026-12-04T04:00:00Z"));
+  EXPECT_EQ(source.last_requests.at(0).key, moved);
   EXPECT_FALSE(Canary(*c).halted);
-  EXPECT_EQ(c->States().at({kAks, "canary"}).tally, (OutcomeTally{10, 0}));
+  EXPECT_EQ(c->States().at({kAks, "canary"}).tally, (OutcomeTally{10, 0, 0}));
+  // The old key's sets are forgotten: memory follows the file.
+  ASSERT_EQ(evidence.Exported().size(), 1u);
+  EXPECT_EQ(evidence.Exported()[0].key, moved);
+}
+
+TEST_F(ControllerTest, ChangingAThresholdJudgesAfreshUnderItsOwnRecord) {
+  auto c = Make(&source);
+  Evidence(Nodes(1, 20, 18));
+  c->EvaluateNow();
+  ASSERT_TRUE(Canary(*c).halted);
+  json file = AutoHaltFile();
+  file["rollouts"][0]["auto_halt"]["max_failures"] = 100;
+  file["rollouts"][0]["auto_halt"]["max_failure_percent"] = 50;
+  store.Set(file);
+  c->EvaluateNow();  // 3 of 20 is 15 %, under 50 %; the old record has the old policy
+  EXPECT_FALSE(Canary(*c).halted);
+  EXPECT_NE(source.last_requests.at(0).policy, PolicyLabel(Policy(500, 20, 3)));
 }
 
 TEST_F(ControllerTest, NoRolloutWithAutoHaltNoEvaluation) {
@@ -429,12 +515,14 @@ TEST_F(ControllerTest, OneFetchForEveryRollout) {
   auto c = Make(&source);
   c->EvaluateNow();
   EXPECT_EQ(source.fetches, 1);
+  EXPECT_EQ(source.last_requests.size(), 64u);
   EXPECT_EQ(c->States().size(), 64u);
 }
 
 TEST_F(ControllerTest, TheBackgroundThreadEvaluatesAtOnceAndWhenWoken) {
   AutoHaltControllerOptions options;
   options.source = &source;
+  options.evidence = &evidence;
   options.interval = std::chrono::hours(1);
   AutoHaltController c(&store, std::move(options));
   c.Start();
@@ -449,84 +537,145 @@ TEST_F(ControllerTest, TheBackgroundThreadEvaluatesAtOnceAndWhenWoken) {
 
 // ---- Prometheus' answers ------------------------------------------------------------------
 
-TEST(PrometheusOutcomes, StepsDivideAMinuteOrAnHour) {
-  EXPECT_EQ(PrometheusStep(1s), 1s);
-  EXPECT_EQ(PrometheusStep(3s), 5s);
-  EXPECT_EQ(PrometheusStep(30s), 30s);
-  EXPECT_EQ(PrometheusStep(45s), 60s);
-  EXPECT_EQ(PrometheusStep(std::chrono::hours(2)), 3600s);
+std::string Vector(const std::string& series) {
+  return R"({"status":"success","data":{"resultType":"vector","result":[)" + series + "]}}";
 }
 
-TEST(PrometheusOutcomes, TheStepInProgressFromTheInstantQuery) {
-  auto e = ParseOutcomeVector(R"({"status":"success","data":{"resultType":"vector","result":[
-      {"metric":{"component":"aksNodeController","rollout":"canary","outcome":"stage_failed"},
-       "value":[1764806470,"2"]}]}})",
-                              T("2026-12-04T00:00:00Z"), T("2026-12-04T00:00:10Z"));
-  ASSERT_TRUE(e.ok()) << e.status().ToString();
-  const TallyStep& s = e->steps.at({kAks, "canary"}).at(0);
-  EXPECT_EQ(s.start, T("2026-12-04T00:00:00Z"));
-  EXPECT_EQ(s.end, T("2026-12-04T00:00:10Z"));
-  EXPECT_EQ(s.added, (OutcomeTally{2, 2}));
+std::string SketchSeries(const std::string& labels, const NodeSketch::Gauge& g,
+                         const std::string& set = "reporting") {
+  return R"({"metric":{"component":"aksNodeController","rollout":"canary",)"
+         R"("since":"2026-12-04T00:00:00Z","set":")" +
+         set + R"(","slot":")" + g.slot + "\"" + labels + R"(},"value":[1764806470,")" +
+         std::to_string(g.value) + "\"]}";
 }
 
-TEST(PrometheusOutcomes, ParsesTheMatrixPerRolloutWithFailuresApart) {
-  const std::string body = R"({"status":"success","data":{"resultType":"matrix","result":[
-    {"metric":{"component":"aksNodeController","rollout":"canary","outcome":"installed"},
-     "values":[[1764806430,"4"],[1764806460,"1"]]},
-    {"metric":{"component":"aksNodeController","rollout":"canary","outcome":"install_failed"},
-     "values":[[1764806460,"2"]]},
-    {"metric":{"component":"aksNodeController","rollout":"canary","outcome":"from_the_future"},
-     "values":[[1764806460,"1"]]},
-    {"metric":{"component":"aksNodeController","outcome":"installed"},
-     "values":[[1764806460,"9"]]}]}})";
-  auto evidence = ParseOutcomeMatrix(body, 30s);
-  ASSERT_TRUE(evidence.ok()) << evidence.status().ToString();
-  ASSERT_EQ(evidence->steps.size(), 1u);  // the unattributed series is nobody's evidence
-  const std::vector<TallyStep>& steps = evidence->steps.at({kAks, "canary"});
-  ASSERT_EQ(steps.size(), 4u);
-  const AutoHaltJudgement j = JudgeAutoHalt(Policy(10000, 1), RolloutTime{}, steps);
-  EXPECT_EQ(j.total, (OutcomeTally{8, 3}));  // an unknown outcome counts as a failure
-  EXPECT_EQ(steps[0].end - steps[0].start, 30s);
+TEST(PrometheusOutcomes, SketchesOfEveryReplicaMergeAndOthersAreDropped) {
+  NodeSets a = Nodes(1, 40, 39), b = Nodes(30, 60);
+  std::string series;
+  for (const auto& [sets, instance] : {std::pair{&a, "a"}, std::pair{&b, "b"}}) {
+    for (const char* set : kNodeSetNames) {
+      for (const auto& g : sets->Named(set)->Gauges()) {
+        if (!series.empty()) series += ",";
+        series += SketchSeries(std::string(R"(,"instance":")") + instance + "\"", g, set);
+      }
+    }
+  }
+  // A series of another rollout (the querier's answer to a broader selector) is dropped.
+  series += R"(,{"metric":{"component":"aksNodeController","rollout":"other","since":"x",)"
+            R"("set":"bogus","slot":"zz"},"value":[1,"1"]})";
+  OutcomeEvidence e;
+  EvidenceRequest r{kCanaryKey, "p", 60s};
+  ASSERT_TRUE(ParseSketchAnswer(Vector(series), r, &e).ok());
+  NodeSets want = a;
+  want.Merge(b);
+  EXPECT_EQ(e.rollouts.at(kCanaryKey).sets, want);
+  EXPECT_EQ(e.rollouts.at(kCanaryKey).sets.Tally(), (OutcomeTally{60, 2, 1}));
+  EXPECT_EQ(e.rollouts.size(), 1u);
 }
 
 TEST(PrometheusOutcomes, RefusesErrorsAndMalformedAnswers) {
-  EXPECT_THAT(ParseOutcomeMatrix("not json", 30s).status().message(),
-              HasSubstr("not a JSON object"));
+  OutcomeEvidence e;
+  EvidenceRequest r{kCanaryKey, "p", 60s};
+  EXPECT_THAT(ParseSketchAnswer("not json", r, &e).message(), HasSubstr("not a JSON object"));
   EXPECT_THAT(
-      ParseOutcomeMatrix(R"({"status":"error","errorType":"bad_data","error":"parse error"})", 30s)
-          .status()
+      ParseSketchAnswer(R"({"status":"error","errorType":"bad_data","error":"parse error"})", r,
+                        &e)
           .message(),
       HasSubstr("prometheus query failed: parse error"));
-  EXPECT_THAT(ParseOutcomeMatrix(R"({"status":"success","data":{"resultType":"vector",
-      "result":[]}})",
-                                 30s)
-                  .status()
-                  .message(),
-              HasSubstr("no matrix result"));
-  EXPECT_THAT(ParseOutcomeMatrix(R"({"status":"success","data":{"resultType":"matrix","result":[
-      {"metric":{"component":"a","rollout":"b","outcome":"installed"},"values":[[1,"NaN"]]}]}})",
-                                 30s)
-                  .status()
-                  .message(),
-              HasSubstr("malformed sample"));
+  EXPECT_THAT(
+      ParseSketchAnswer(R"({"status":"success","data":{"resultType":"matrix","result":[]}})", r, &e)
+          .message(),
+      HasSubstr("no vector result"));
+  EXPECT_THAT(ParseSketchAnswer(Vector(SketchSeries("", {"m0", 5}, "unknown_set")), r, &e).message(),
+              HasSubstr("malformed node sketch"));
+  EXPECT_THAT(ParseSketchAnswer(Vector(SketchSeries("", {"r999", 5})), r, &e).message(),
+              HasSubstr("node sketch slot \"r999\""));
+}
+
+TEST(PrometheusOutcomes, HaltRecordsUnderThePolicyAndTheEarliestFrom) {
+  const std::vector<EvidenceRequest> requests = {{kCanaryKey, "6e085f236a23", 60s}};
+  auto record = [](const std::string& policy, const std::string& value) {
+    return R"({"metric":{"component":"aksNodeController","rollout":"canary",)"
+           R"("since":"2026-12-04T00:00:00Z","policy":")" +
+           policy + R"("},"value":[1,")" + value + "\"]}";
+  };
+  OutcomeEvidence e;
+  ASSERT_TRUE(ParseHaltRecords(Vector(record("6e085f236a23", "1796349600") + "," +
+                                      record("6e085f236a23", "1796346000") + "," +
+                                      record("000000000000", "1796342400")),
+                               requests, &e)
+                  .ok());
+  EXPECT_EQ(e.rollouts.at(kCanaryKey).halted_at, T("2026-12-04T01:00:00Z"));  // the earliest
+  EXPECT_THAT(ParseHaltRecords(Vector(record("6e085f236a23", "-5")), requests, &e).message(),
+              HasSubstr("malformed halt record"));
+  ASSERT_TRUE(ParseEvidenceFrom(Vector(R"({"metric":{"component":"aksNodeController",)"
+                                       R"("rollout":"canary","since":"2026-12-04T00:00:00Z"},)"
+                                       R"("value":[1,"1796342400"]})"),
+                                requests, &e)
+                  .ok());
+  EXPECT_EQ(e.rollouts.at(kCanaryKey).from, T("2026-12-04T00:00:00Z"));
 }
 
 TEST(PrometheusOutcomes, KnownRolloutsFromTheInstantQuery) {
   OutcomeEvidence e;
-  ASSERT_TRUE(ParseKnownRollouts(R"({"status":"success","data":{"resultType":"vector","result":[
-      {"metric":{"component":"aksNodeController","rollout":"canary"},"value":[1,"1"]}]}})",
+  ASSERT_TRUE(ParseKnownRollouts(Vector(R"({"metric":{"component":"aksNodeController",)"
+                                        R"("rollout":"canary"},"value":[1,"1"]})"),
                                  &e)
                   .ok());
   EXPECT_EQ(e.known.count({kAks, "canary"}), 1u);
 }
 
-TEST(PrometheusOutcomes, TheUrlIsCheckedAtStart) {
-  EXPECT_TRUE(NewPrometheusOutcomeSource({"http://127.0.0.1:9090"}).ok());
-  EXPECT_TRUE(NewPrometheusOutcomeSource({"http://prometheus.monitoring:9090/prom/"}).ok());
-  EXPECT_THAT(NewPrometheusOutcomeSource({"https://127.0.0.1:9090"}).status().message(),
-              HasSubstr("--prometheus-url"));
-  EXPECT_THAT(NewPrometheusOutcomeSource({"http://127.0.0.1:9090/?x=1"}).status().message(),
-              HasSubstr("no query allowed"));
+PrometheusOutcomeOptions Options(std::string url, std::string selector = R"(job="lp")",
+                                 std::string ca = "", std::string token = "") {
+  PrometheusOutcomeOptions o;
+  o.client.url = std::move(url);
+  o.client.ca_file = std::move(ca);
+  o.client.bearer_token_file = std::move(token);
+  o.selector = std::move(selector);
+  return o;
+}
+
+TEST(PrometheusOutcomes, TheOptionsAreCheckedAtStart) {
+  EXPECT_TRUE(NewPrometheusOutcomeSource(Options("http://127.0.0.1:9090")).ok());
+  EXPECT_TRUE(NewPrometheusOutcomeSource(Options("http://prometheus.monitoring:9090/prom/")).ok());
+  EXPECT_THAT(NewPrometheusOutcomeSource(Options("https://127.0.0.1:9090")).status().message(),
+              HasSubstr("no --prometheus-ca"));
+  EXPECT_THAT(NewPrometheusOutcomeSource(Options("http://127.0.0.1:9090/?x=1")).status().message(),
+              HasSubstr("no query or fragment"));
+  EXPECT_THAT(NewPrometheusOutcomeSource(Options("http://u:p@127.0.0.1:9090")).status().message(),
+              HasSubstr("no user:password@"));
+  EXPECT_THAT(NewPrometheusOutcomeSource(Options("http://127.0.0.1:9090", R"(job="lp")", "",
+                                                 "/etc/hostname"))
+                  .status()
+                  .message(),
+              HasSubstr("never sent in clear text"));
+  EXPECT_THAT(NewPrometheusOutcomeSource(Options("http://127.0.0.1:9090", "")).status().message(),
+              HasSubstr("--prometheus-selector: no matcher"));
+}
+
+TEST(PrometheusSelector, AcceptsPromQLMatchersAndRefusesTheRest) {
+  const std::pair<std::string, std::string> good[] = {
+      {R"(job="lp")", R"(job="lp")"},
+      {R"( job = "lp" , namespace="kube-system", )", R"(job="lp",namespace="kube-system")"},
+      {R"(pod=~"lp-.*",env!="dev",x!~"a\"b")", R"(pod=~"lp-.*",env!="dev",x!~"a\"b")"},
+  };
+  for (const auto& [in, want] : good) {
+    auto parsed = ParsePrometheusSelector(in);
+    ASSERT_TRUE(parsed.ok()) << in << ": " << parsed.status().ToString();
+    EXPECT_EQ(*parsed, want);
+  }
+  const std::pair<std::string, std::string> bad[] = {
+      {"", "no matcher"},
+      {"job", "has no =, !=, =~ or !~"},
+      {"job=lp", "not a double-quoted string"},
+      {R"(job="lp)", "unterminated"},
+      {R"(job="lp"} or vector(1) or up{a="b")", "expected a comma"},
+      {R"(1job="lp")", "no label name"},
+      {"job=\"a\nb\"", "control character"},
+  };
+  for (const auto& [in, want] : bad) {
+    EXPECT_THAT(ParsePrometheusSelector(in).status().message(), HasSubstr(want)) << in;
+  }
 }
 
 // ---- repeated reports ---------------------------------------------------------------------
