@@ -98,6 +98,7 @@ pids+=($!)
 "$bin" --listen "127.0.0.1:$port" --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
   --components-dir "$work/components" --attestation-roots "$work/pki/roots.pem" \
   --metrics-listen "127.0.0.1:$metrics" --prometheus-url "http://127.0.0.1:$prom_port" \
+  --prometheus-selector 'job="live-patching"' \
   --auto-halt-interval 1s >"$work/service.log" 2>&1 &
 pid=$!
 pids+=($!)

@@ -105,7 +105,8 @@ echo "aksNodeController.json: $(cat "$work/etc/components/aksNodeController.json
   --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
   --components-dir "$work/etc/components" --attestation-roots "$work/etc/imds-roots.pem" \
   --metrics-listen "127.0.0.1:$metrics_port" \
-  --prometheus-url "http://127.0.0.1:$prometheus_port" --auto-halt-interval 1s \
+  --prometheus-url "http://127.0.0.1:$prometheus_port" \
+  --prometheus-selector 'job="live-patching"' --auto-halt-interval 1s \
   >"$work/lps.log" 2>&1 &
 pids+=($!)
 
@@ -353,7 +354,9 @@ done
 step "the rollouts' status (127.0.0.1:$metrics_port/rollouts)"
 rollouts
 
-step "a canary that halts itself: 202604.01.5 for both nodes, halting past 40% failures of 2 reports"
+step "a canary that halts itself: 202604.01.5 for both nodes, halting past 40% failed of 2 nodes"
+# Its evidence counts from now (auto_halt.since): nodes, each once, whatever they send.
+since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 cat >"$work/etc/components/.next.tmp" <<JSON
 {
   "hotfixes": {"202604.01": "202604.01.3", "202605.30": "202605.30.1"},
@@ -362,7 +365,7 @@ cat >"$work/etc/components/.next.tmp" <<JSON
       "name": "anc-202604.01.5-canary",
       "hotfixes": {"202604.01": "202604.01.5"},
       "steps": [{"at": "2026-01-01T00:00:00Z", "percent": 100}],
-      "auto_halt": {"max_failure_percent": 40, "min_reports": 2}
+      "auto_halt": {"max_failure_percent": 40, "min_reports": 2, "since": "$since"}
     }
   ]
 }

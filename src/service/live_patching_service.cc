@@ -198,17 +198,23 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
     }
   }
   // Nodes, for the halt's evidence: whatever this node sends, however often, it is one node
-  // in each set (node_evidence.h), so no repeat is dropped here.
-  if (options_.node_evidence != nullptr) {
+  // in each set (node_evidence.h), so no repeat is dropped here. A verified vmId names one
+  // node; without one (insecure mode) nothing tells nodes apart. Hashed once per report.
+  if (options_.node_evidence != nullptr && !decision->identity.vm_id.empty()) {
+    std::optional<NodeEvidence::Reporter> reporter;
     for (size_t i : decision->applied_rollouts) {
       const Rollout& rollout = config.rollouts[i];
       if (!rollout.auto_halt) continue;
-      options_.node_evidence->Add({decision->metric_component, rollout.name, AutoHaltSince(rollout)},
-                                  decision->identity.vm_id, decision->identity.subscription_id,
-                                  IsFailure(*decision->reported));
+      if (!reporter) {
+        reporter = NodeEvidence::HashReporter(decision->identity.vm_id,
+                                              decision->identity.subscription_id);
+      }
+      options_.node_evidence->Add(
+          {decision->metric_component, rollout.name, AutoHaltSince(rollout)}, *reporter,
+          IsFailure(*decision->reported));
     }
   }
-  // A verified vmId names one node; without one (insecure mode) nothing tells nodes apart.
+  // The reports counter (for dashboards) drops a repeat of the same result to this replica.
   if (options_.recent_reports != nullptr && !decision->identity.vm_id.empty()) {
     std::string key = AsciiLower(decision->identity.vm_id);
     key.append(1, '|').append(report.hotfix_version).append(1, '|');

@@ -1,8 +1,8 @@
 // The automatic halt's evidence as Prometheus' HTTP API answers it (ParseSketchAnswer,
-// ParseHaltRecords, ParseEvidenceFrom, ParseKnownRollouts in src/service/ops/prometheus_outcomes.cc)
-// and the node sketches it carries (NodeSketch::AddGauge, src/service/rollout/node_sketch.cc).
-// Prometheus is the operator's, but its answers hold what every scrape target under the selector
-// exported, and arrive over the network.
+// ParseHaltRecords, ParseEvidenceFrom, ParseKnownRollouts in
+// src/service/ops/prometheus_outcomes.cc) and the node sketches it carries (NodeSketch::AddGauge,
+// src/service/rollout/node_sketch.cc). Prometheus is the operator's, but its answers hold what
+// every scrape target under the selector exported, and arrive over the network.
 //
 // Input: the answer's bytes.
 //

@@ -30,11 +30,11 @@
 #include "akslivepatching/v1/live_patching.grpc.pb.h"
 #include "haproxy.h"
 #include "prometheus.h"
-#include "static_http_server.h"
-#include "test_certs.h"
 #include "service/rollout/auto_halt.h"
 #include "service/rollout/rollout.h"
 #include "service_fixture.h"
+#include "static_http_server.h"
+#include "test_certs.h"
 #include "tls_peer.h"
 
 namespace hotfix::testsupport {
@@ -500,9 +500,9 @@ TEST_F(AutoHaltE2eTest, BadAndRepeatedReportsAreRefusedOrDroppedAndNothingCounts
 
 TEST_F(AutoHaltE2eTest, OneVmSendingEveryOutcomeToBothReplicasIsOneNodeAcrossRestarts) {
   const pb::HotfixOutcome outcomes[] = {
-      pb::HOTFIX_OUTCOME_INSTALLED,        pb::HOTFIX_OUTCOME_PLATFORM_UNSUPPORTED,
-      pb::HOTFIX_OUTCOME_INSTALL_FAILED,   pb::HOTFIX_OUTCOME_VERSION_MISMATCH,
-      pb::HOTFIX_OUTCOME_STAGE_FAILED,     pb::HOTFIX_OUTCOME_FAILED_OTHER};
+      pb::HOTFIX_OUTCOME_INSTALLED,      pb::HOTFIX_OUTCOME_PLATFORM_UNSUPPORTED,
+      pb::HOTFIX_OUTCOME_INSTALL_FAILED, pb::HOTFIX_OUTCOME_VERSION_MISMATCH,
+      pb::HOTFIX_OUTCOME_STAGE_FAILED,   pb::HOTFIX_OUTCOME_FAILED_OTHER};
   auto flood = [&] {
     for (int round = 0; round < 2; ++round) {
       for (pb::HotfixOutcome outcome : outcomes) {
@@ -541,19 +541,19 @@ class ForeignTargetTest : public AutoHaltE2eTest {
     std::string policy = hotfix::service::PolicyLabel(
         hotfix::service::ParseRollouts(ComponentFile(24)["rollouts"])->at(0).auto_halt.value());
     std::string metrics;
-    const std::string canary = "component=\"aksNodeController\",rollout=\"canary\",since=\"" +
-                               CanaryStart() + "\"";
+    const std::string canary =
+        "component=\"aksNodeController\",rollout=\"canary\",since=\"" + CanaryStart() + "\"";
     for (int i = 0; i < 40; ++i) {
       for (const char* set : {"reporting", "failed", "failed_subscriptions"}) {
         metrics += std::string("lp_rollout_node_sketch{") + canary + ",set=\"" + set +
-                   "\",slot=\"m" + std::to_string(i) + "\"} " + std::to_string(1000 + i) +
-                   "\n";
+                   "\",slot=\"m" + std::to_string(i) + "\"} " + std::to_string(1000 + i) + "\n";
       }
     }
     metrics += "lp_rollout_halt_record{" + canary + ",policy=\"" + policy + "\"} 1\n";
     metrics += "lp_rollout_evidence_from{" + canary + "} 1\n";
-    metrics += "lp_rollout_outcomes_total{component=\"aksNodeController\",rollout=\"canary\","
-               "outcome=\"install_failed\"} 1000\n";
+    metrics +=
+        "lp_rollout_outcomes_total{component=\"aksNodeController\",rollout=\"canary\","
+        "outcome=\"install_failed\"} 1000\n";
     metrics += "lp_rollout_applied_total{component=\"aksNodeController\",rollout=\"canary\"} 1\n";
     foreign_dir_.Write("metrics", metrics);
     StaticHttpServerOptions server;
@@ -637,8 +637,8 @@ TEST_F(AutoHaltE2eTest, AHaltIsCarriedAcrossEveryReplicaByAPrometheusStartedAfte
     std::optional<double> record;
     WaitFor(
         [&] {
-          return (record = prometheus_->Scalar("count(lp_rollout_halt_record{instance=\"" +
-                                               other + "\"})")) == 1.0;
+          return (record = prometheus_->Scalar("count(lp_rollout_halt_record{instance=\"" + other +
+                                               "\"})")) == 1.0;
         },
         kSlowStep);
     ASSERT_EQ(record, 1.0) << "replica " << 1 - i << " exports no halt record";
@@ -724,7 +724,9 @@ class PrometheusBehindTlsTest : public AutoHaltE2eTest {
     server.server_config =
         "location /api/ {\n"
         "  if ($http_authorization != \"Bearer s3cret-token\") { return 401; }\n"
-        "  proxy_pass " + prometheus_->url() + ";\n"
+        "  proxy_pass " +
+        prometheus_->url() +
+        ";\n"
         "}";
     proxy_server_ = std::make_unique<StaticHttpServer>(server);
     token_file_ = dir_.Write("token", "not-the-token\n");
@@ -754,9 +756,9 @@ TEST_F(PrometheusBehindTlsTest, ReadsWithTheTokenItsFileHoldsNow) {
   dir_.Write("token.new", "s3cret-token\n");
   fs::rename(dir_.File("token.new"), token_file_);
   for (int n = 1; n <= 4; ++n) {
-    ASSERT_TRUE(Report(n % 2, n, n <= 3 ? pb::HOTFIX_OUTCOME_INSTALLED
-                                        : pb::HOTFIX_OUTCOME_INSTALL_FAILED)
-                    .ok());
+    ASSERT_TRUE(
+        Report(n % 2, n, n <= 3 ? pb::HOTFIX_OUTCOME_INSTALLED : pb::HOTFIX_OUTCOME_INSTALL_FAILED)
+            .ok());
   }
   ASSERT_TRUE(BothSawReports(4, 1)) << Canary(0).dump() << Canary(1).dump();
   EXPECT_EQ(Canary(0)["state"], "complete");

@@ -12,8 +12,8 @@ namespace hotfix::testsupport {
 
 std::string PrometheusServer::Config(const PrometheusOptions& options) {
   const std::string every = std::to_string(options.scrape_interval.count()) + "s";
-  std::string out = "global:\n  scrape_interval: " + every + "\n  evaluation_interval: " + every +
-                    "\n";
+  std::string out =
+      "global:\n  scrape_interval: " + every + "\n  evaluation_interval: " + every + "\n";
   if (!options.external_labels.empty()) {
     out += "  external_labels:\n";
     for (const auto& [name, value] : options.external_labels) {

@@ -167,8 +167,7 @@ std::chrono::seconds AutoHaltController::ShortLookback() const {
   // A few intervals, and at least a few minutes of scrapes: what was exported since the last
   // read, with room for a slow scrape.
   return std::max<std::chrono::seconds>(
-      std::chrono::minutes(5),
-      4 * std::chrono::ceil<std::chrono::seconds>(options_.interval));
+      std::chrono::minutes(5), 4 * std::chrono::ceil<std::chrono::seconds>(options_.interval));
 }
 
 // Judges one rollout on what was read back and what this replica counted. Called with mu_.

@@ -27,18 +27,26 @@ NodeSketch* NodeSets::Named(std::string_view set) {
   return nullptr;
 }
 
+NodeEvidence::Reporter NodeEvidence::HashReporter(std::string_view vm_id,
+                                                  std::string_view subscription) {
+  return {NodeSketch::Hash("vm", AsciiLower(vm_id)),
+          NodeSketch::Hash("subscription", AsciiLower(subscription))};
+}
+
+void NodeEvidence::Add(const EvidenceKey& key, const Reporter& reporter, bool failure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& entry = entries_[key];
+  entry.sets.reporting.Add(reporter.vm);
+  if (failure) {
+    entry.sets.failed.Add(reporter.vm);
+    entry.sets.failed_subscriptions.Add(reporter.subscription);
+  }
+}
+
 void NodeEvidence::Add(const EvidenceKey& key, std::string_view vm_id,
                        std::string_view subscription, bool failure) {
   if (vm_id.empty()) return;
-  const uint64_t vm = NodeSketch::Hash("vm", AsciiLower(vm_id));
-  const uint64_t sub = NodeSketch::Hash("subscription", AsciiLower(subscription));
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& entry = entries_[key];
-  entry.sets.reporting.Add(vm);
-  if (failure) {
-    entry.sets.failed.Add(vm);
-    entry.sets.failed_subscriptions.Add(sub);
-  }
+  Add(key, HashReporter(vm_id, subscription), failure);
 }
 
 NodeSets NodeEvidence::MergeReadBack(const EvidenceKey& key, const NodeSets& read,
@@ -47,17 +55,15 @@ NodeSets NodeEvidence::MergeReadBack(const EvidenceKey& key, const NodeSets& rea
   Entry& entry = entries_[key];
   entry.sets.Merge(read);
   if (!entry.from) {
-    entry.from = read_from ? std::min(*read_from, std::max(key.since, now))
-                           : std::max(key.since, now);
+    entry.from =
+        read_from ? std::min(*read_from, std::max(key.since, now)) : std::max(key.since, now);
   } else if (read_from && *read_from < *entry.from) {
     entry.from = *read_from;  // a replica that carried older evidence
   }
   return entry.sets;
 }
 
-bool NodeEvidence::ReadBack(const EvidenceKey& key) const {
-  return From(key).has_value();
-}
+bool NodeEvidence::ReadBack(const EvidenceKey& key) const { return From(key).has_value(); }
 
 std::optional<RolloutTime> NodeEvidence::From(const EvidenceKey& key) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -55,8 +55,18 @@ struct ExportedEvidence {
 
 class NodeEvidence {
  public:
-  // One report counted toward a rollout. vm_id and subscription as verified (lower-cased
-  // here); a report without a vmId (insecure mode) names no node and counts nothing.
+  // A reporting node as the sets hash it: its vmId and subscription as verified (lower-cased
+  // here). Hashed once per report, whatever the number of rollouts it counts toward.
+  struct Reporter {
+    uint64_t vm = 0;
+    uint64_t subscription = 0;
+  };
+  static Reporter HashReporter(std::string_view vm_id, std::string_view subscription);
+
+  // One report counted toward a rollout.
+  void Add(const EvidenceKey& key, const Reporter& reporter, bool failure);
+  // The same for a vmId and subscription; a report without a vmId (insecure mode) names no
+  // node and counts nothing.
   void Add(const EvidenceKey& key, std::string_view vm_id, std::string_view subscription,
            bool failure);
 

@@ -56,8 +56,7 @@ StatusOr<std::string> ParsePrometheusSelector(std::string_view selector) {
   while (true) {
     skip_blank();
     const size_t name_start = i;
-    while (i < selector.size() &&
-           (IsAsciiAlnum(selector[i]) || selector[i] == '_') &&
+    while (i < selector.size() && (IsAsciiAlnum(selector[i]) || selector[i] == '_') &&
            !(i == name_start && IsAsciiDigit(selector[i]))) {
       ++i;
     }

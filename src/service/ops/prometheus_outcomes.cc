@@ -45,11 +45,11 @@ StatusOr<json> Vector(std::string_view body, const std::function<bool(const json
   auto status = doc.find("status");
   if (status == doc.end() || *status != "success") {
     auto error = doc.find("error");
-    return Status::Unavailable(
-        "prometheus query failed: " +
-        EscapeForMessage(error != doc.end() && error->is_string() ? error->get<std::string>()
-                                                                  : std::string("no error given"),
-                         256));
+    return Status::Unavailable("prometheus query failed: " +
+                               EscapeForMessage(error != doc.end() && error->is_string()
+                                                    ? error->get<std::string>()
+                                                    : std::string("no error given"),
+                                                256));
   }
   auto data = doc.find("data");
   if (data == doc.end() || !data->is_object() || !data->contains("resultType") ||
@@ -106,11 +106,10 @@ class PrometheusOutcomeSource final : public OutcomeSource {
     for (const EvidenceRequest& r : requests) {
       longest = std::max(longest, r.lookback);
       evidence.rollouts[r.key];  // asked about: present even when nothing was exported
-      const std::string query = "last_over_time(" + std::string(kMetricRolloutNodeSketch) + "{" +
-                                selector_ + ",component=" + Quoted(r.key.component) +
-                                ",rollout=" + Quoted(r.key.rollout) +
-                                ",since=" + Quoted(FormatRolloutTime(r.key.since)) + "}" +
-                                Lookback(r.lookback) + ")";
+      const std::string query =
+          "last_over_time(" + std::string(kMetricRolloutNodeSketch) + "{" + selector_ +
+          ",component=" + Quoted(r.key.component) + ",rollout=" + Quoted(r.key.rollout) +
+          ",since=" + Quoted(FormatRolloutTime(r.key.since)) + "}" + Lookback(r.lookback) + ")";
       StatusOr<std::string> body = client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
       if (!body.ok()) return body.status();
       if (Status st = ParseSketchAnswer(*body, r, &evidence); !st.ok()) return st;
@@ -118,19 +117,19 @@ class PrometheusOutcomeSource final : public OutcomeSource {
     auto instant = [&](const std::string& query) {
       return client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
     };
-    StatusOr<std::string> records = instant("last_over_time(" +
-                                            std::string(kMetricRolloutHaltRecord) + "{" +
-                                            selector_ + "}" + Lookback(longest) + ")");
+    StatusOr<std::string> records =
+        instant("last_over_time(" + std::string(kMetricRolloutHaltRecord) + "{" + selector_ + "}" +
+                Lookback(longest) + ")");
     if (!records.ok()) return records.status();
     if (Status st = ParseHaltRecords(*records, requests, &evidence); !st.ok()) return st;
-    StatusOr<std::string> from = instant("last_over_time(" +
-                                         std::string(kMetricRolloutEvidenceFrom) + "{" +
-                                         selector_ + "}" + Lookback(longest) + ")");
+    StatusOr<std::string> from =
+        instant("last_over_time(" + std::string(kMetricRolloutEvidenceFrom) + "{" + selector_ +
+                "}" + Lookback(longest) + ")");
     if (!from.ok()) return from.status();
     if (Status st = ParseEvidenceFrom(*from, requests, &evidence); !st.ok()) return st;
-    StatusOr<std::string> known = instant("group by (component, rollout) (" +
-                                          std::string(kMetricRolloutApplied) + "{" + selector_ +
-                                          "})");
+    StatusOr<std::string> known =
+        instant("group by (component, rollout) (" + std::string(kMetricRolloutApplied) + "{" +
+                selector_ + "})");
     if (!known.ok()) return known.status();
     if (Status st = ParseKnownRollouts(*known, &evidence); !st.ok()) return st;
     return evidence;
@@ -177,7 +176,8 @@ Status ParseHaltRecords(std::string_view body, const std::vector<EvidenceRequest
     const EvidenceRequest* r = request_of(series);
     std::optional<double> value = SampleValue(series);
     std::optional<RolloutTime> at = value ? TimeValue(*value) : std::nullopt;
-    if (r == nullptr || !at) return Status::Unavailable("prometheus answer has a malformed halt record");
+    if (r == nullptr || !at)
+      return Status::Unavailable("prometheus answer has a malformed halt record");
     std::optional<RolloutTime>& halted_at = evidence->rollouts[r->key].halted_at;
     halted_at = halted_at ? std::min(*halted_at, *at) : *at;
   }

@@ -50,9 +50,9 @@ void AddEvidenceFamilies(const AutoHaltController& controller,
                        "The nodes that reported on a rollout since `since`, as a mergeable "
                        "sketch: one value per slot (docs/ROLLOUTS.md)",
                        MetricType::Gauge);
-  auto from = Family(kMetricRolloutEvidenceFrom,
-                     "Unix time from which this replica's evidence of the rollout runs",
-                     MetricType::Gauge);
+  auto from =
+      Family(kMetricRolloutEvidenceFrom,
+             "Unix time from which this replica's evidence of the rollout runs", MetricType::Gauge);
   for (const ExportedEvidence& e : controller.evidence()->Exported()) {
     const std::string since = FormatRolloutTime(e.key.since);
     AddValue(&from, static_cast<double>(e.from.time_since_epoch().count()),

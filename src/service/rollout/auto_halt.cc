@@ -46,13 +46,12 @@ bool HaltConditionHolds(const AutoHaltPolicy& policy, const OutcomeTally& tally)
 }
 
 std::string PolicyLabel(const AutoHaltPolicy& policy) {
-  std::string text = "max_failure_percent=" + std::to_string(policy.max_failure_percent) +
-                     ";min_reports=" + std::to_string(policy.min_reports) + ";max_failures=" +
-                     (policy.max_failures ? std::to_string(*policy.max_failures) : "") +
-                     ";min_failed_subscriptions=" +
-                     (policy.min_failed_subscriptions
-                          ? std::to_string(*policy.min_failed_subscriptions)
-                          : "");
+  std::string text =
+      "max_failure_percent=" + std::to_string(policy.max_failure_percent) +
+      ";min_reports=" + std::to_string(policy.min_reports) +
+      ";max_failures=" + (policy.max_failures ? std::to_string(*policy.max_failures) : "") +
+      ";min_failed_subscriptions=" +
+      (policy.min_failed_subscriptions ? std::to_string(*policy.min_failed_subscriptions) : "");
   return ossl::Sha256Hex(text).substr(0, 12);
 }
 

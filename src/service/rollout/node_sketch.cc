@@ -128,8 +128,7 @@ Status NodeSketch::AddGauge(std::string_view slot, double value) {
     return bad("value is not a whole number below 2^53");
   }
   const auto v = static_cast<uint64_t>(value);
-  std::optional<uint64_t> index =
-      slot.empty() ? std::nullopt : ParseIndex(slot.substr(1));
+  std::optional<uint64_t> index = slot.empty() ? std::nullopt : ParseIndex(slot.substr(1));
   if (!index) return bad("not m<N> or r<N>");
   if (slot[0] == 'm') {
     if (*index >= kMinValues) return bad("index out of range");

@@ -170,9 +170,10 @@ StatusOr<uint64_t> ParseCount(const json& value, std::string_view field) {
 
 StatusOr<AutoHaltPolicy> ParseAutoHalt(const json& value) {
   if (!value.is_object()) return WrongType("auto_halt", value, "an object");
-  Status known = CheckKeys(value, {"max_failure_percent", "min_reports", "max_failures",
-                            "min_failed_subscriptions", "since"},
-                           {"max_failure_percent", "min_reports"}, "auto_halt: ");
+  Status known = CheckKeys(
+      value,
+      {"max_failure_percent", "min_reports", "max_failures", "min_failed_subscriptions", "since"},
+      {"max_failure_percent", "min_reports"}, "auto_halt: ");
   if (!known.ok()) return known;
   AutoHaltPolicy policy;
   auto percent = ParsePercent(value["max_failure_percent"], "auto_halt.max_failure_percent");

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "common/text.h"
 #include "rollout_example.h"
 #include "service/control/auto_halt_controller.h"
-#include "common/text.h"
 #include "service/control/node_evidence.h"
 #include "service/ops/prometheus_client.h"
 #include "service/ops/prometheus_outcomes.h"
@@ -282,8 +282,7 @@ struct ControllerTest : ::testing::Test {
   }
   // What Prometheus answers about the canary: every replica's sets, merged.
   void Evidence(NodeSets sets, std::optional<RolloutTime> halted_at = std::nullopt,
-                std::optional<RolloutTime> from = std::nullopt,
-                EvidenceKey key = kCanaryKey) {
+                std::optional<RolloutTime> from = std::nullopt, EvidenceKey key = kCanaryKey) {
     OutcomeEvidence e;
     e.rollouts[key] = {std::move(sets), halted_at, from};
     e.known.insert({kAks, "canary"});
@@ -578,16 +577,16 @@ TEST(PrometheusOutcomes, RefusesErrorsAndMalformedAnswers) {
   EvidenceRequest r{kCanaryKey, "p", 60s};
   EXPECT_THAT(ParseSketchAnswer("not json", r, &e).message(), HasSubstr("not a JSON object"));
   EXPECT_THAT(
-      ParseSketchAnswer(R"({"status":"error","errorType":"bad_data","error":"parse error"})", r,
-                        &e)
+      ParseSketchAnswer(R"({"status":"error","errorType":"bad_data","error":"parse error"})", r, &e)
           .message(),
       HasSubstr("prometheus query failed: parse error"));
   EXPECT_THAT(
       ParseSketchAnswer(R"({"status":"success","data":{"resultType":"matrix","result":[]}})", r, &e)
           .message(),
       HasSubstr("no vector result"));
-  EXPECT_THAT(ParseSketchAnswer(Vector(SketchSeries("", {"m0", 5}, "unknown_set")), r, &e).message(),
-              HasSubstr("malformed node sketch"));
+  EXPECT_THAT(
+      ParseSketchAnswer(Vector(SketchSeries("", {"m0", 5}, "unknown_set")), r, &e).message(),
+      HasSubstr("malformed node sketch"));
   EXPECT_THAT(ParseSketchAnswer(Vector(SketchSeries("", {"r999", 5})), r, &e).message(),
               HasSubstr("node sketch slot \"r999\""));
 }
@@ -644,8 +643,8 @@ TEST(PrometheusOutcomes, TheOptionsAreCheckedAtStart) {
               HasSubstr("no query or fragment"));
   EXPECT_THAT(NewPrometheusOutcomeSource(Options("http://u:p@127.0.0.1:9090")).status().message(),
               HasSubstr("no user:password@"));
-  EXPECT_THAT(NewPrometheusOutcomeSource(Options("http://127.0.0.1:9090", R"(job="lp")", "",
-                                                 "/etc/hostname"))
+  EXPECT_THAT(NewPrometheusOutcomeSource(
+                  Options("http://127.0.0.1:9090", R"(job="lp")", "", "/etc/hostname"))
                   .status()
                   .message(),
               HasSubstr("never sent in clear text"));
