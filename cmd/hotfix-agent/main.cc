@@ -21,6 +21,7 @@
 #include "node/hotfix_report.h"
 #include "node/imds.h"
 #include "node/lps_fetcher.h"
+#include "node/provision_report.h"
 
 namespace {
 
@@ -336,6 +337,81 @@ int RunDownloadHotfix(DownloadHotfixFlags& f) {
   return result.exit_code;
 }
 
+struct ReportFlags {
+  std::string outcome;  // succeeded | failed
+  std::string detail;
+  std::string pointer = paths::kHotfixPointer;
+  std::string current_version = kVersion;
+  std::string hotfix_binary = paths::kHotfixBinary;
+  std::string log_file = paths::kLogFile;
+  std::string log_level = "info";
+  hotfix::LogLevel min_level = hotfix::LogLevel::kInfo;
+  hotfix::node::LpsEndpoint lps = [] {
+    hotfix::node::LpsEndpoint e;
+    e.node_config_path = paths::kNodeConfig;
+    e.nbc_cmd_path = paths::kNbcCmd;
+    return e;
+  }();
+  std::string imds_url = hotfix::node::kDefaultImdsUrl;
+  std::string component = "aksNodeController";
+};
+
+void AddReportFlags(CLI::App& cmd, ReportFlags& f) {
+  cmd.add_option("--outcome", f.outcome,
+                 "How provisioning with the hotfix binary ended: succeeded or failed")
+      ->required()
+      ->check(CLI::IsMember({"succeeded", "failed"}));
+  cmd.add_option("--detail", f.detail, "Why it failed (at most 256 bytes are sent)");
+  cmd.add_option("--hotfix-pointer", f.pointer, "Pointer file staged by check-hotfix")
+      ->capture_default_str();
+  cmd.add_option("--current-version", f.current_version,
+                 "This node's agent version (YYYYMM.DD.PATCH)")
+      ->capture_default_str();
+  cmd.add_option("--hotfix-binary", f.hotfix_binary,
+                 "The staged hotfix binary: nothing is reported unless it is executable (the "
+                 "node then provisioned with it)")
+      ->capture_default_str();
+  cmd.add_option("--log-file", f.log_file, "JSON log lines are appended here and to stderr")
+      ->capture_default_str();
+  AddLogLevelFlag(cmd, f.log_level);
+  cmd.add_option("--node-config", f.lps.node_config_path,
+                 "AKSNodeConfig JSON: apiserver FQDN and CA")
+      ->capture_default_str();
+  cmd.add_option("--nbc-cmd", f.lps.nbc_cmd_path, "CSE command read when the node config is absent")
+      ->capture_default_str();
+  cmd.add_option("--imds-url", f.imds_url, "IMDS attested-document URL (never proxied)")
+      ->capture_default_str();
+  cmd.add_option("--connect-to", f.lps.connect_to,
+                 "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
+  cmd.add_option("--server-name", f.lps.server_name,
+                 "Name the service certificate must carry (default: the apiserver host)");
+  cmd.add_option("--component", f.component, "Component whose outcome is reported")
+      ->capture_default_str();
+}
+
+// Fail-open: 0 whatever happens to the report (its log line says), 2 only for a usage error.
+int RunReport(const ReportFlags& f) {
+  hotfix::Logger log;
+  log.set_min_level(f.min_level);
+  hotfix::Status st = log.OpenFile(f.log_file);
+  if (!st.ok()) log.Warn("could not open log file; logging to stderr only", {{"error", st}});
+  hotfix::node::ImdsTokenSource imds(f.imds_url, log);
+  hotfix::node::LpsEndpoint lps = f.lps;
+  lps.user_agent = std::string("hotfix-agent/") + kVersion;
+  auto sender = hotfix::node::NewGrpcHotfixReportSender(lps, imds, log);
+  hotfix::node::ReportHotfixOptions options;
+  options.marker_path = hotfix::node::ProvisionReportMarkerPath(f.pointer);
+  options.component = f.component;
+  hotfix::node::ProvisionReportInput input;
+  input.pointer_path = f.pointer;
+  input.current_version = f.current_version;
+  input.hotfix_binary = f.hotfix_binary;
+  input.succeeded = f.outcome == "succeeded";
+  input.detail = f.detail;
+  hotfix::node::RunReportCommand(input, options, *sender, log);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -365,6 +441,13 @@ int main(int argc, char** argv) {
       "binary next to the VHD one (exit 0 unless an install was attempted and failed)");
   AddDownloadHotfixFlags(*download_cmd, download);
   download_cmd->allow_extras();
+
+  ReportFlags report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report",
+      "Tell the live-patching service how provisioning with the staged hotfix binary ended "
+      "(fail-open: exits 0 whatever the report meets; 2 for a usage error)");
+  AddReportFlags(*report_cmd, report);
 
   try {
     app.parse(argc, argv);
@@ -439,6 +522,16 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::cerr << "download-hotfix: " << e.what() << "\n";
       return 1;
+    }
+  }
+  if (report_cmd->parsed()) {
+    auto level = LogLevelFlag("report", report.log_level);
+    if (!level) return 2;
+    report.min_level = *level;
+    try {
+      return RunReport(report);
+    } catch (...) {
+      return 0;  // fail-open
     }
   }
   return 0;

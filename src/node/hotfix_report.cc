@@ -34,6 +34,10 @@ pb::HotfixOutcome ToProto(ReportOutcome outcome) {
       return pb::HOTFIX_OUTCOME_STAGE_FAILED;
     case ReportOutcome::kFailedOther:
       return pb::HOTFIX_OUTCOME_FAILED_OTHER;
+    case ReportOutcome::kProvisionSucceeded:
+      return pb::HOTFIX_OUTCOME_PROVISION_SUCCEEDED;
+    case ReportOutcome::kProvisionFailed:
+      return pb::HOTFIX_OUTCOME_PROVISION_FAILED;
   }
   return pb::HOTFIX_OUTCOME_FAILED_OTHER;
 }
@@ -161,6 +165,10 @@ const char* ReportOutcomeName(ReportOutcome outcome) {
       return "STAGE_FAILED";
     case ReportOutcome::kFailedOther:
       return "FAILED_OTHER";
+    case ReportOutcome::kProvisionSucceeded:
+      return "PROVISION_SUCCEEDED";
+    case ReportOutcome::kProvisionFailed:
+      return "PROVISION_FAILED";
   }
   return "FAILED_OTHER";
 }
@@ -216,11 +224,17 @@ ReportStatus ReportHotfixOutcome(const DownloadHotfixResult& result,
                                  std::string_view current_version,
                                  const ReportHotfixOptions& options, HotfixReportSender& sender,
                                  Logger& log) {
-  const Clock::time_point start = Clock::now();
-  const Deadline deadline = Deadline::After(options.budget);
   std::optional<HotfixReport> report =
       DecideHotfixReport(result, current_version, options.component);
   if (!report) return ReportStatus::kNothingToReport;
+  return SendHotfixReport(*report, options, sender, log);
+}
+
+ReportStatus SendHotfixReport(const HotfixReport& hotfix_report, const ReportHotfixOptions& options,
+                              HotfixReportSender& sender, Logger& log) {
+  const Clock::time_point start = Clock::now();
+  const Deadline deadline = Deadline::After(options.budget);
+  const HotfixReport* report = &hotfix_report;
   const MarkerKey key{report->base_version, report->hotfix_version,
                       ReportOutcomeName(report->outcome)};
   if (!options.enabled) {

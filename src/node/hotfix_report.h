@@ -29,9 +29,12 @@ enum class ReportOutcome {
   kVersionMismatch,
   kStageFailed,
   kFailedOther,
+  kProvisionSucceeded,  // hotfix-agent report, after the hotfix binary's `provision`
+  kProvisionFailed,
 };
 // The proto's names without their prefix: "INSTALLED", "PLATFORM_UNSUPPORTED",
-// "INSTALL_FAILED", "VERSION_MISMATCH", "STAGE_FAILED", "FAILED_OTHER" (also the marker's).
+// "INSTALL_FAILED", "VERSION_MISMATCH", "STAGE_FAILED", "FAILED_OTHER", "PROVISION_SUCCEEDED",
+// "PROVISION_FAILED" (also the marker's).
 const char* ReportOutcomeName(ReportOutcome outcome);
 
 struct HotfixReport {
@@ -100,5 +103,10 @@ ReportStatus ReportHotfixOutcome(const DownloadHotfixResult& result,
                                  std::string_view current_version,
                                  const ReportHotfixOptions& options, HotfixReportSender& sender,
                                  Logger& log);
+
+// The same step for a report already decided: --no-report, cancellation, the marker, the send,
+// the marker written.
+ReportStatus SendHotfixReport(const HotfixReport& report, const ReportHotfixOptions& options,
+                              HotfixReportSender& sender, Logger& log);
 
 }  // namespace hotfix::node

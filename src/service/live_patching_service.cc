@@ -159,7 +159,7 @@ GrpcStatus LivePatchingServiceImpl::CheckReport(const OutcomeReport& report,
     return invalid("hotfix_version \"" + std::string(report.hotfix_version) +
                    "\" is not of base_version \"" + std::string(report.base_version) + "\"");
   }
-  // akslivepatching.v1.HotfixOutcome: 1 INSTALLED ... 6 FAILED_OTHER, in kAllReportedOutcomes'
+  // akslivepatching.v1.HotfixOutcome: 1 INSTALLED ... 8 PROVISION_FAILED, in kAllReportedOutcomes'
   // order; 0 (unset) and values this service does not know are refused, not guessed.
   constexpr int kOutcomes = static_cast<int>(std::size(kAllReportedOutcomes));
   if (report.outcome < 1 || report.outcome > kOutcomes) {

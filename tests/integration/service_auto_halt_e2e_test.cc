@@ -41,6 +41,7 @@ namespace hotfix::testsupport {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -295,6 +296,73 @@ class AutoHaltE2eTest : public ::testing::Test {
     return version;
   }
 
+  // One node's boot through deploy/node/aks-node-controller-hotfix.sh, as AgentBaker's
+  // launcher runs its helper: check-hotfix, download-hotfix (apt-get a stand-in that installs),
+  // the hotfix binary selected, its `provision` exiting provision_exit, then `hotfix-agent
+  // report`. Returns the flow's exit code; *log its output.
+  int NodeFlow(int n, int provision_exit, std::string* log = nullptr) {
+    TempDir node("node-flow");
+    for (const char* d : {"opt", "usr/bin", "etc/apt/sources.list.d", "events", "fakebin"}) {
+      fs::create_directories(node.File(d));
+    }
+    node.Write("opt/aks-node-controller-config.json",
+               NodeConfigJson(kApiserverFqdn, files_.tls_ca().cert_pem()).dump());
+    node.Write("opt/enabled_features.sh",
+               "# written by the bootstrapper\n"
+               "ENABLE_PROVISIONING_HOTFIX=true");  // no newline
+    node.Write("etc/os-release", "NAME=\"Ubuntu\"\nID=ubuntu\n");
+    node.Write("etc/apt/sources.list.d/microsoft-prod.list",
+               "deb [arch=amd64] https://packages.microsoft.com/ubuntu/22.04/prod jammy main\n");
+    auto executable = [&](const std::string& path, const std::string& body) {
+      fs::permissions(node.Write(path, "#!/bin/sh\n" + body), fs::perms(0755));
+    };
+    // The VHD's agent, and what the package installs: its `provision` exits as asked.
+    executable("opt/aks-node-controller", "echo vhd \"$@\" >>\"$(dirname \"$0\")/ran\"\n");
+    executable("usr/bin/aks-node-controller",
+               "echo hotfix \"$@\" >>\"$(dirname \"$0\")/../opt/ran\"\nexit " +
+                   std::to_string(provision_exit) + "\n");
+    executable("fakebin/apt-get", "exit 0\n");
+    executable("fakebin/dpkg", "exit 0\n");
+    executable("fakebin/dpkg-query",
+               std::string("printf 'installed\\t") + kCanaryVersion + "\\n'\n");
+
+    ImdsStandinOptions imds_options;
+    imds_options.signer = files_.signer();
+    imds_options.vm_id = VmId(n);
+    imds_options.subscription_id = kSubscription;
+    ImdsStandin imds(std::move(imds_options));
+
+    SpawnOptions spawn;
+    spawn.argv = {"/bin/bash", SourceDir() + "/deploy/node/aks-node-controller-hotfix.sh"};
+    spawn.env["PATH"] = node.File("fakebin").string() + ":/usr/sbin:/usr/bin:/sbin:/bin";
+    spawn.env["HOTFIX_AGENT"] = BinDir() + "/hotfix-agent";
+    spawn.env["BIN_PATH"] = node.File("opt/aks-node-controller");
+    spawn.env["HOTFIX_JSON"] = node.File("opt/aks-node-controller-hotfix.json");
+    spawn.env["CONFIG_PATH"] = node.File("opt/aks-node-controller-config.json");
+    spawn.env["NBC_CMD_PATH"] = node.File("opt/aks-node-controller-nbc-cmd.sh");  // absent
+    spawn.env["FEATURES_PATH"] = node.File("opt/enabled_features.sh");
+    spawn.env["CURRENT_VERSION"] = "202604.01.0";
+    spawn.env["HOTFIX_AGENT_ARGS"] = "--imds-url\n" + imds.document_url() + "\n--connect-to\n" +
+                                     proxy_->frontend_address() + "\n--log-file\n" +
+                                     node.File("agent.log").string();
+    spawn.env["HOTFIX_CHECK_ARGS"] = "--events-dir\n" + node.File("events").string();
+    spawn.env["HOTFIX_DOWNLOAD_ARGS"] =
+        "--os-release\n" + node.File("etc/os-release").string() + "\n--apt-sources-dir\n" +
+        node.File("etc/apt/sources.list.d").string() + "\n--package-binary\n" +
+        node.File("usr/bin/aks-node-controller").string() + "\n--node-custom-data\n" +
+        node.File("opt/nodecustomdata.yml").string() + "\n--retry-backoff\n10ms\n--events-dir\n" +
+        node.File("events").string();
+    for (const char* name : {"HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"}) {
+      spawn.unset_env.push_back(name);
+    }
+    RunResult ran = RunProcess(std::move(spawn), kSlowStep);
+    if (log != nullptr) {
+      *log = ran.stdout_text + ran.stderr_text + "\n--- ran:\n" + node.Read("opt/ran") +
+             "--- agent.log:\n" + node.Read("agent.log");
+    }
+    return ran.status.exit_code;
+  }
+
   static std::string VmId(int n) {
     char buf[40];
     std::snprintf(buf, sizeof buf, "00000000-0000-4000-8000-%012d", n);
@@ -531,6 +599,40 @@ TEST_F(AutoHaltE2eTest, OneVmSendingEveryOutcomeToBothReplicasIsOneNodeAcrossRes
             2.0);
   // The reports themselves are many: the counter (for dashboards) is not the evidence.
   EXPECT_GT(PrometheusSum().value_or(0), 2.0);
+}
+
+TEST_F(AutoHaltE2eTest, ProvisioningFailuresThroughTheNodeFlowHaltTheCanary) {
+  files_.WriteComponent(kAks, ComponentFile(10, "", /*max_failures=*/2).dump());
+  // A node whose hotfix binary provisions: the flow exits 0, and the node reported both the
+  // install and the provisioning, one node.
+  std::string log;
+  ASSERT_EQ(NodeFlow(1, 0, &log), 0) << log;
+  EXPECT_THAT(log, HasSubstr("Using hotfix binary"));
+  EXPECT_THAT(log, HasSubstr("hotfix provision --provision-config="));
+  EXPECT_THAT(log, HasSubstr("\"outcome\":\"PROVISION_SUCCEEDED\""));
+  ASSERT_TRUE(BothSawReports(1, 0)) << Canary(0).dump() << Canary(1).dump();
+  // Two nodes whose hotfix binary installs but fails to provision: provision's code is the
+  // flow's, and two failed nodes halt the canary.
+  for (int n = 2; n <= 3; ++n) {
+    ASSERT_EQ(NodeFlow(n, 3, &log), 3) << log;
+    EXPECT_THAT(log, HasSubstr("\"outcome\":\"PROVISION_FAILED\""));
+  }
+  ASSERT_TRUE(BothInState("auto-halted", kHaltWithin)) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["auto_halt"]["failures"], 2);
+  EXPECT_EQ(Canary(0)["auto_halt"]["reports"], 3);
+  double provision_failed = 0;
+  for (int i = 0; i < 2; ++i) {
+    provision_failed +=
+        MetricValue(HttpGet(metrics_ports_[i], "/metrics"), "lp_rollout_outcomes_total",
+                    {{"rollout", "canary"}, {"outcome", "provision_failed"}})
+            .value_or(0);
+  }
+  EXPECT_EQ(provision_failed, 2.0);
+  // A node booting now is not served the canary: the VHD binary provisions, nothing reported.
+  ASSERT_EQ(NodeFlow(4, 0, &log), 0) << log;
+  EXPECT_THAT(log, HasSubstr("Using VHD-baked binary"));
+  EXPECT_THAT(log, HasSubstr("vhd provision"));
+  EXPECT_THAT(log, Not(HasSubstr("PROVISION_")));
 }
 
 // A scrape target of another job exporting the service's own series, to halt the canary

@@ -181,6 +181,25 @@ TEST_F(ReportTest, AVersionNoApplyingRolloutNamesIsUnattributed) {
   EXPECT_THAT(metrics.outcomes, ElementsAre(std::make_tuple(kAks, "", "stage_failed")));
 }
 
+TEST_F(ReportTest, ProvisioningOutcomesAreCountedAndAFailedOneIsAFailure) {
+  ASSERT_EQ(
+      Call("vm-1", Request("202604.01.5", akslivepatching::v1::HOTFIX_OUTCOME_PROVISION_SUCCEEDED))
+          .code,
+      GrpcCode::kOk);
+  ASSERT_EQ(
+      Call("vm-2", Request("202604.01.5", akslivepatching::v1::HOTFIX_OUTCOME_PROVISION_FAILED))
+          .code,
+      GrpcCode::kOk);
+  EXPECT_THAT(metrics.outcomes, ElementsAre(std::make_tuple(kAks, "late", "provision_succeeded"),
+                                            std::make_tuple(kAks, "late", "provision_failed")));
+  EXPECT_FALSE(IsFailure(ReportedOutcome::kProvisionSucceeded));
+  EXPECT_TRUE(IsFailure(ReportedOutcome::kProvisionFailed));
+  EXPECT_EQ(ReportedOutcomeFromName("provision_failed"), ReportedOutcome::kProvisionFailed);
+  EXPECT_EQ(
+      Call("vm-3", Request("202604.01.5", static_cast<akslivepatching::v1::HotfixOutcome>(9))).code,
+      GrpcCode::kInvalidArgument);
+}
+
 TEST_F(ReportTest, ARepeatIsAnsweredButNotCounted) {
   const auto failed = Request("202604.01.5", akslivepatching::v1::HOTFIX_OUTCOME_INSTALL_FAILED);
   EXPECT_EQ(Call("vm-1", failed).code, GrpcCode::kOk);

@@ -79,14 +79,19 @@ void AutoHaltController::EvaluateNow() {
   for (const auto& [key, policy_since] : wanted) {
     EvidenceKey evidence_key{key.component, key.rollout, policy_since.second};
     keys.insert(evidence_key);
-    const bool first = !options_.evidence->ReadBack(evidence_key);
-    requests.push_back({evidence_key, PolicyLabel(policy_since.first),
-                        first ? options_.readback_lookback : ShortLookback()});
+    requests.push_back(RequestFor(evidence_key, policy_since.first, now));
   }
   options_.evidence->Retain(keys);
+  std::erase_if(full_read_at_, [&](const auto& e) { return keys.count(e.first) == 0; });
   StatusOr<OutcomeEvidence> evidence = Status::Unavailable("no --prometheus-url");
   if (!wanted.empty() && options_.source != nullptr) {
     evidence = options_.source->Fetch(requests, now);
+    if (evidence.ok()) {
+      last_good_read_ = now;
+      for (const EvidenceRequest& r : requests) {
+        if (r.full) full_read_at_[r.key] = now;
+      }
+    }
   }
   Apply(wanted, evidence, now);
   std::lock_guard<std::mutex> lock(mu_);
@@ -161,6 +166,29 @@ void AutoHaltController::Apply(
   }
   states_ = std::move(next);
   ++version_;
+}
+
+// A key is read in full the first time (back as far as --evidence-lookback), every ten
+// minutes (what a missed change would have cost is then healed), and after a read failed for
+// long; otherwise only what changed since the last good read.
+EvidenceRequest AutoHaltController::RequestFor(const EvidenceKey& key, const AutoHaltPolicy& policy,
+                                               RolloutTime now) {
+  constexpr std::chrono::minutes kFullReadEvery{10};
+  const std::chrono::seconds margin =
+      std::chrono::minutes(1) + std::chrono::ceil<std::chrono::seconds>(options_.interval);
+  EvidenceRequest request{key, PolicyLabel(policy), ShortLookback(), true};
+  if (!options_.evidence->ReadBack(key)) {
+    request.lookback = options_.readback_lookback;
+    return request;
+  }
+  auto full_at = full_read_at_.find(key);
+  if (full_at == full_read_at_.end() || now - full_at->second >= kFullReadEvery ||
+      !last_good_read_ || now - *last_good_read_ >= ShortLookback() - margin) {
+    return request;
+  }
+  request.full = false;
+  request.lookback = (now - *last_good_read_) + margin;
+  return request;
 }
 
 std::chrono::seconds AutoHaltController::ShortLookback() const {

@@ -35,12 +35,16 @@ struct RolloutKey {
   auto operator<=>(const RolloutKey&) const = default;
 };
 
-// What to read of one rollout's evidence: its key, its policy (the halt record's label) and
-// how far back (long on the first read of a key, a few intervals after).
+// What to read of one rollout's evidence: its key, its policy (the halt record's label), and
+// how. A full read takes every series exported within `lookback` (long on a rollout's first
+// read, a few intervals on the periodic re-read); otherwise only the series whose value changed
+// within `lookback` (the time since the last good read, and a margin for late scrapes): a union
+// needs nothing it already holds, so a quiet rollout costs nearly nothing to read.
 struct EvidenceRequest {
   EvidenceKey key;
   std::string policy;  // PolicyLabel
   std::chrono::seconds lookback{0};
+  bool full = true;
 };
 
 // What the replicas exported about one rollout, merged: their sets, the earliest halt any of
@@ -147,6 +151,7 @@ class AutoHaltController : public ComponentStore {
   void Run();
   std::chrono::seconds ShortLookback() const;
   std::chrono::seconds TruncationGrace() const;
+  EvidenceRequest RequestFor(const EvidenceKey& key, const AutoHaltPolicy& policy, RolloutTime now);
 
   const ComponentStore* files_;
   AutoHaltControllerOptions options_;
@@ -155,6 +160,9 @@ class AutoHaltController : public ComponentStore {
   std::map<RolloutKey, AutoHaltState> states_;  // guarded by mu_
   uint64_t version_ = 0;                        // guarded by mu_; +1 per change of states_
   AutoHaltStats stats_;                         // guarded by mu_
+  // The evaluation thread's own: when each key was last read in full, and the last good read.
+  std::map<EvidenceKey, RolloutTime> full_read_at_;
+  std::optional<RolloutTime> last_good_read_;
   // The last snapshot served and what it was made from (guarded by mu_).
   mutable std::shared_ptr<const StoreSnapshot> served_files_;
   mutable uint64_t served_version_ = 0;

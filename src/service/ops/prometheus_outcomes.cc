@@ -103,16 +103,32 @@ class PrometheusOutcomeSource final : public OutcomeSource {
     OutcomeEvidence evidence;
     const std::string time = "&time=" + std::to_string(now.time_since_epoch().count());
     std::chrono::seconds longest{60};
+    std::vector<EvidenceRequest> changed;  // read together: what changed since the last read
+    std::chrono::seconds changed_within{0};
     for (const EvidenceRequest& r : requests) {
       longest = std::max(longest, r.lookback);
       evidence.rollouts[r.key];  // asked about: present even when nothing was exported
+      if (!r.full) {
+        changed.push_back(r);
+        changed_within = std::max(changed_within, r.lookback);
+        continue;
+      }
       const std::string query =
           "last_over_time(" + std::string(kMetricRolloutNodeSketch) + "{" + selector_ +
           ",component=" + Quoted(r.key.component) + ",rollout=" + Quoted(r.key.rollout) +
           ",since=" + Quoted(FormatRolloutTime(r.key.since)) + "}" + Lookback(r.lookback) + ")";
       StatusOr<std::string> body = client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
       if (!body.ok()) return body.status();
-      if (Status st = ParseSketchAnswer(*body, r, &evidence); !st.ok()) return st;
+      if (Status st = ParseSketchAnswer(*body, {r}, &evidence); !st.ok()) return st;
+    }
+    if (!changed.empty()) {
+      // A series whose value differs from its value a while ago, or that was not there then.
+      const std::string s = std::string(kMetricRolloutNodeSketch) + "{" + selector_ + "}";
+      const std::string then = s + " offset " + std::to_string(changed_within.count()) + "s";
+      const std::string query = "(" + s + " != " + then + ") or (" + s + " unless " + then + ")";
+      StatusOr<std::string> body = client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
+      if (!body.ok()) return body.status();
+      if (Status st = ParseSketchAnswer(*body, changed, &evidence); !st.ok()) return st;
     }
     auto instant = [&](const std::string& query) {
       return client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
@@ -142,13 +158,15 @@ class PrometheusOutcomeSource final : public OutcomeSource {
 
 }  // namespace
 
-Status ParseSketchAnswer(std::string_view body, const EvidenceRequest& request,
+Status ParseSketchAnswer(std::string_view body, const std::vector<EvidenceRequest>& requests,
                          OutcomeEvidence* evidence) {
   StatusOr<json> result =
-      Vector(body, [&](const json& series) { return SameRollout(series, request.key); });
+      Vector(body, [&](const json& series) { return RequestOf(series, requests) != nullptr; });
   if (!result.ok()) return result.status();
-  NodeSets& sets = evidence->rollouts[request.key].sets;
   for (const json& series : *result) {
+    const EvidenceRequest* request = RequestOf(series, requests);
+    if (request == nullptr) continue;  // dropped as parsed; kept only by a lenient parser
+    NodeSets& sets = evidence->rollouts[request->key].sets;
     std::optional<std::string> set = Label(series, "set");
     std::optional<std::string> slot = Label(series, "slot");
     std::optional<double> value = SampleValue(series);

@@ -5,15 +5,18 @@
 // replica reads the others'. Per evaluation, with --prometheus-selector's matchers in every
 // selector so that no other scrape target's series are read:
 //
-//   per rollout   last_over_time(lp_rollout_node_sketch{SEL,component=..,rollout=..,since=..}[L])
+//   per rollout read in full (its first read, then every ten minutes):
+//                 last_over_time(lp_rollout_node_sketch{SEL,component=..,rollout=..,since=..}[L])
+//   once for the others, the series that changed within W (since the last good read):
+//                 (S != S offset W) or (S unless S offset W), S = lp_rollout_node_sketch{SEL}
 //   once          last_over_time(lp_rollout_halt_record{SEL}[L])
 //   once          last_over_time(lp_rollout_evidence_from{SEL}[L])
 //   once          group by (component, rollout) (lp_rollout_applied_total{SEL})
 //
 // L is the request's lookback: long on a rollout's first read (--evidence-lookback), a few
-// intervals after. Every series read is merged as a union (sketches) or a minimum (times), so
-// a series seen twice (two Prometheus servers behind one querier, a replica under two names)
-// changes nothing. Series of rollouts not asked about are dropped as they are parsed.
+// minutes on a periodic full read. Every series read is merged as a union (sketches) or a minimum
+// (times), so a series seen twice (two Prometheus servers behind one querier, a replica under two
+// names) changes nothing. Series of rollouts not asked about are dropped as they are parsed.
 #pragma once
 
 #include <memory>
@@ -39,7 +42,7 @@ StatusOr<std::unique_ptr<OutcomeSource>> NewPrometheusOutcomeSource(
 
 // The parsers of the answers, exposed for tests and the fuzzer. Each keeps only the series of
 // the rollouts in `requests`, merging into `evidence`.
-Status ParseSketchAnswer(std::string_view body, const EvidenceRequest& request,
+Status ParseSketchAnswer(std::string_view body, const std::vector<EvidenceRequest>& requests,
                          OutcomeEvidence* evidence);
 Status ParseHaltRecords(std::string_view body, const std::vector<EvidenceRequest>& requests,
                         OutcomeEvidence* evidence);

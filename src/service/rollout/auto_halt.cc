@@ -21,6 +21,10 @@ const char* ReportedOutcomeName(ReportedOutcome outcome) {
       return "stage_failed";
     case ReportedOutcome::kFailedOther:
       return "failed_other";
+    case ReportedOutcome::kProvisionSucceeded:
+      return "provision_succeeded";
+    case ReportedOutcome::kProvisionFailed:
+      return "provision_failed";
   }
   return "failed_other";
 }

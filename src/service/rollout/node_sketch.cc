@@ -10,8 +10,13 @@
 namespace hotfix::service {
 namespace {
 
-constexpr uint64_t kValueLimit = uint64_t{1} << 53;  // exact in a double
+constexpr int kValueBits = 53;  // exact in a double
+constexpr int kValueShift = 64 - kValueBits;
+constexpr uint64_t kValueLimit = uint64_t{1} << kValueBits;
 constexpr uint64_t kRegisterMask = (uint64_t{1} << NodeSketch::kRegisterBits) - 1;
+constexpr uint64_t kRankMask = (uint64_t{1} << NodeSketch::kRankBits) - 1;
+static_assert(NodeSketch::kRankBits + 1 <= static_cast<int>(kRegisterMask),
+              "a rank must fit in a register");
 
 // Ertl's sigma and tau (arXiv:1702.01284, algorithm 6): the corrections for empty and for
 // saturated registers that make one formula right from 0 to far past 10^9.
@@ -65,10 +70,14 @@ uint64_t NodeSketch::Hash(std::string_view domain, std::string_view key) {
   return h;
 }
 
-void NodeSketch::Add(uint64_t hash) {
-  AddMinValue(hash >> 11);
-  const size_t index = hash >> (64 - kIndexBits);
-  const uint64_t w = (hash >> (64 - kIndexBits - kRankBits)) & ((uint64_t{1} << kRankBits) - 1);
+void NodeSketch::Add(uint64_t hash) { AddValue(hash >> kValueShift); }
+
+// The value keeps the hash's top 53 bits, which hold the register's index (the top 12) and the
+// rank bits after it: the registers can be rebuilt from the kept values alone.
+void NodeSketch::AddValue(uint64_t value) {
+  AddMinValue(value);
+  const size_t index = value >> (kValueBits - kIndexBits);
+  const uint64_t w = (value >> (kValueBits - kIndexBits - kRankBits)) & kRankMask;
   const int rank = w == 0 ? kRankBits + 1 : __builtin_clzll(w) - (64 - kRankBits) + 1;
   AddRegister(index, static_cast<uint8_t>(rank));
 }
@@ -81,6 +90,7 @@ void NodeSketch::AddMinValue(uint64_t value) {
     min_values_.pop_back();
   }
   min_values_.insert(at, value);
+  if (min_values_.size() == kMinValues) saturated_ = true;
 }
 
 void NodeSketch::AddRegister(size_t index, uint8_t rank) {
@@ -90,6 +100,7 @@ void NodeSketch::AddRegister(size_t index, uint8_t rank) {
 void NodeSketch::Merge(const NodeSketch& other) {
   for (uint64_t v : other.min_values_) AddMinValue(v);
   for (size_t i = 0; i < kRegisters; ++i) AddRegister(i, other.registers_[i]);
+  saturated_ = saturated_ || other.saturated_;
 }
 
 uint64_t NodeSketch::Count() const {
@@ -106,8 +117,11 @@ uint64_t NodeSketch::Count() const {
 
 std::vector<NodeSketch::Gauge> NodeSketch::Gauges() const {
   std::vector<Gauge> out;
-  for (size_t i = 0; i < min_values_.size(); ++i) {
-    out.push_back({"m" + std::to_string(i), min_values_[i]});
+  if (exact()) {
+    for (size_t i = 0; i < min_values_.size(); ++i) {
+      out.push_back({"m" + std::to_string(i), min_values_[i]});
+    }
+    return out;
   }
   for (size_t g = 0; g < kRegisterGauges; ++g) {
     uint64_t packed = 0;
@@ -131,20 +145,18 @@ Status NodeSketch::AddGauge(std::string_view slot, double value) {
   std::optional<uint64_t> index = slot.empty() ? std::nullopt : ParseIndex(slot.substr(1));
   if (!index) return bad("not m<N> or r<N>");
   if (slot[0] == 'm') {
-    if (*index >= kMinValues) return bad("index out of range");
-    AddMinValue(v);
+    if (*index >= kExactNodes) return bad("index out of range");
+    AddValue(v);
     return Status::Ok();
   }
   if (slot[0] != 'r' || *index >= kRegisterGauges) return bad("not m<N> or r<N> in range");
-  if (v >> (kRegisterBits * kRegistersPerGauge) != 0) return bad("value past its registers");
-  for (size_t i = 0; i < kRegistersPerGauge; ++i) {
-    const size_t reg = *index * kRegistersPerGauge + i;
-    const auto rank = static_cast<uint8_t>((v >> (kRegisterBits * i)) & kRegisterMask);
-    if (reg >= kRegisters) {
-      if (rank != 0) return bad("value sets a register past the last");
-      continue;
-    }
-    AddRegister(reg, rank);
+  // The registers this gauge holds: 13, or fewer for the last gauge; no bit beyond them.
+  const size_t first = *index * kRegistersPerGauge;
+  const size_t held = std::min(kRegistersPerGauge, kRegisters - first);
+  if (v >> (kRegisterBits * held) != 0) return bad("value sets bits past its registers");
+  saturated_ = true;  // only a sketch past exact exports its registers
+  for (size_t i = 0; i < held; ++i) {
+    AddRegister(first + i, static_cast<uint8_t>((v >> (kRegisterBits * i)) & kRegisterMask));
   }
   return Status::Ok();
 }

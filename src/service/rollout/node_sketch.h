@@ -8,13 +8,17 @@
 //  - the smallest kMinValues hashes seen (k-minimum values): while fewer than kMinValues
 //    distinct nodes were added, the count is exact (up to a 53-bit hash collision: about 1 in
 //    10^11 at 256 nodes);
-//  - a HyperLogLog of kRegisters 5-bit registers, for more: Ertl's improved estimator
-//    (arXiv:1702.01284, algorithm 6), whose relative standard error is 1.04/sqrt(4096) = 1.6%.
-//    tests/service/rollout/node_sketch_test.cc checks it within 5% from 257 to 100,000 nodes.
+//  - a HyperLogLog of kRegisters 4-bit registers, for more: Ertl's improved estimator
+//    (arXiv:1702.01284, algorithm 6, with q = 14 rank bits: registers saturate only past about
+//    6.7e7 nodes, which its tau term corrects), whose relative standard error is
+//    1.04/sqrt(4096) = 1.6%. tests/service/rollout/node_sketch_test.cc checks it within 5% from
+//    257 to 100,000 nodes.
 //
-// Exported as gauges (Gauges): each minimum value its own gauge (53 bits, exact in a double),
-// and the registers ten to a gauge (50 bits). Only non-zero gauges: a sketch of n nodes has at
-// most min(n, 257) + min(n, 410) of them. The reader merges what every replica exported with
+// Exported as gauges (Gauges), one of two shapes: while exact, each kept hash its own gauge (53
+// bits, exact in a double), from which a reader also rebuilds the registers (the hash's index
+// and rank bits are within those 53); once not, only the registers, thirteen to a gauge (52
+// bits), which tell a reader the set is past exact. Only non-zero gauges: a sketch of n nodes
+// has at most min(n, 256) or 316 of them. The reader merges what every replica exported with
 // AddGauge. Pure: no I/O, not thread-safe.
 #pragma once
 
@@ -35,12 +39,12 @@ class NodeSketch {
   static constexpr size_t kMinValues = kExactNodes + 1;
   static constexpr int kIndexBits = 12;
   static constexpr size_t kRegisters = size_t{1} << kIndexBits;
-  // Bits after the index that give a register its rank: ranks 1..kRankBits+1 fit in 5 bits.
-  static constexpr int kRankBits = 30;
-  static constexpr int kRegisterBits = 5;
-  static constexpr size_t kRegistersPerGauge = 10;
+  // Bits after the index that give a register its rank: ranks 1..kRankBits+1 fit in 4 bits.
+  static constexpr int kRankBits = 14;
+  static constexpr int kRegisterBits = 4;
+  static constexpr size_t kRegistersPerGauge = 13;
   static constexpr size_t kRegisterGauges =
-      (kRegisters + kRegistersPerGauge - 1) / kRegistersPerGauge;  // 410
+      (kRegisters + kRegistersPerGauge - 1) / kRegistersPerGauge;  // 316
 
   // The first 8 bytes of SHA-256(domain ":" key), big-endian. domain keeps the sets of
   // different kinds of keys apart ("vm", "subscription"); key is compared as given (callers
@@ -53,11 +57,11 @@ class NodeSketch {
   // The distinct keys added: exact while under kMinValues, else the HyperLogLog's estimate
   // (never under kMinValues).
   uint64_t Count() const;
-  bool exact() const { return min_values_.size() < kMinValues; }
-  bool empty() const { return min_values_.empty(); }
+  // Under kMinValues keys, all of them kept, and no merged sketch said it was past that.
+  bool exact() const { return !saturated_ && min_values_.size() < kMinValues; }
 
   // A gauge's slot label and value: "m<i>" for the i-th smallest value (i from 0), "r<j>" for
-  // registers 10j..10j+9 (register 10j + i in bits 5i..5i+4).
+  // registers 13j..13j+12 (register 13j + i in bits 4i..4i+3).
   struct Gauge {
     std::string slot;
     uint64_t value = 0;
@@ -71,11 +75,14 @@ class NodeSketch {
   bool operator==(const NodeSketch&) const = default;
 
  private:
+  void AddValue(uint64_t value);  // a kept hash's value (hash >> 11), both parts
   void AddMinValue(uint64_t value);
   void AddRegister(size_t index, uint8_t rank);
 
   std::vector<uint64_t> min_values_;  // ascending, distinct, at most kMinValues
   std::array<uint8_t, kRegisters> registers_{};
+  // Known to hold kMinValues keys or more: reached here, or merged from a sketch that was.
+  bool saturated_ = false;
 };
 
 }  // namespace hotfix::service

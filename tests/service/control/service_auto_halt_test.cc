@@ -319,9 +319,12 @@ TEST_F(ControllerTest, AppliesWhileTheEvidenceIsGoodAndHaltsWhenItSaysSo) {
   EXPECT_FALSE(applied.halted);
   EXPECT_FALSE(applied.hold_at.has_value());
   EXPECT_EQ(c->States().at({kAks, "canary"}).tally, (OutcomeTally{30, 1, 1}));
-  // Read back once: later reads look back a few intervals, and the sets are exported.
+  // Read back once: later reads take only what changed since (and a minute and an interval
+  // for late scrapes), and the sets are exported.
+  EXPECT_TRUE(source.last_requests[0].full);
   c->EvaluateNow();
-  EXPECT_EQ(source.last_requests[0].lookback, std::chrono::seconds(300));
+  EXPECT_FALSE(source.last_requests[0].full);
+  EXPECT_EQ(source.last_requests[0].lookback, std::chrono::seconds(90));
   ASSERT_EQ(evidence.Exported().size(), 1u);
   EXPECT_EQ(evidence.Exported()[0].sets, Nodes(1, 30, 30));
 
@@ -335,6 +338,29 @@ TEST_F(ControllerTest, AppliesWhileTheEvidenceIsGoodAndHaltsWhenItSaysSo) {
   // The store's generation is kept; the other rollout is untouched.
   EXPECT_EQ(c->Current()->generation, store.Current()->generation);
   EXPECT_FALSE(c->Current()->components.at(kAks)->rollouts.at(1).halted);
+}
+
+TEST_F(ControllerTest, ReadsInFullFirstEveryTenMinutesAndAfterALongFailure) {
+  auto c = Make(&source);
+  Evidence(Nodes(1, 5));
+  auto read = [&](std::chrono::seconds after) {
+    now += after;
+    c->EvaluateNow();
+    return source.last_requests.at(0);
+  };
+  EXPECT_TRUE(read(0s).full);
+  EvidenceRequest r = read(30s);
+  EXPECT_FALSE(r.full);
+  EXPECT_EQ(r.lookback, 30s + 90s);
+  for (int i = 2; i < 20; ++i) EXPECT_FALSE(read(30s).full) << i;  // 9.5 minutes in
+  r = read(30s);  // ten minutes since the last full read
+  EXPECT_TRUE(r.full);
+  EXPECT_EQ(r.lookback, 300s);  // not the first read: a few minutes back is enough
+  source.next = Status::Unavailable("down");
+  read(30s);
+  read(3min);
+  Evidence(Nodes(1, 5));
+  EXPECT_TRUE(read(30s).full);  // four minutes without a good read: read everything again
 }
 
 TEST_F(ControllerTest, ANodeCountsOnceWhateverItSendsToWhicheverReplica) {
@@ -564,7 +590,7 @@ TEST(PrometheusOutcomes, SketchesOfEveryReplicaMergeAndOthersAreDropped) {
             R"("set":"bogus","slot":"zz"},"value":[1,"1"]})";
   OutcomeEvidence e;
   EvidenceRequest r{kCanaryKey, "p", 60s};
-  ASSERT_TRUE(ParseSketchAnswer(Vector(series), r, &e).ok());
+  ASSERT_TRUE(ParseSketchAnswer(Vector(series), {r}, &e).ok());
   NodeSets want = a;
   want.Merge(b);
   EXPECT_EQ(e.rollouts.at(kCanaryKey).sets, want);
@@ -575,19 +601,19 @@ TEST(PrometheusOutcomes, SketchesOfEveryReplicaMergeAndOthersAreDropped) {
 TEST(PrometheusOutcomes, RefusesErrorsAndMalformedAnswers) {
   OutcomeEvidence e;
   EvidenceRequest r{kCanaryKey, "p", 60s};
-  EXPECT_THAT(ParseSketchAnswer("not json", r, &e).message(), HasSubstr("not a JSON object"));
+  EXPECT_THAT(ParseSketchAnswer("not json", {r}, &e).message(), HasSubstr("not a JSON object"));
+  EXPECT_THAT(ParseSketchAnswer(
+                  R"({"status":"error","errorType":"bad_data","error":"parse error"})", {r}, &e)
+                  .message(),
+              HasSubstr("prometheus query failed: parse error"));
+  EXPECT_THAT(ParseSketchAnswer(
+                  R"({"status":"success","data":{"resultType":"matrix","result":[]}})", {r}, &e)
+                  .message(),
+              HasSubstr("no vector result"));
   EXPECT_THAT(
-      ParseSketchAnswer(R"({"status":"error","errorType":"bad_data","error":"parse error"})", r, &e)
-          .message(),
-      HasSubstr("prometheus query failed: parse error"));
-  EXPECT_THAT(
-      ParseSketchAnswer(R"({"status":"success","data":{"resultType":"matrix","result":[]}})", r, &e)
-          .message(),
-      HasSubstr("no vector result"));
-  EXPECT_THAT(
-      ParseSketchAnswer(Vector(SketchSeries("", {"m0", 5}, "unknown_set")), r, &e).message(),
+      ParseSketchAnswer(Vector(SketchSeries("", {"m0", 5}, "unknown_set")), {r}, &e).message(),
       HasSubstr("malformed node sketch"));
-  EXPECT_THAT(ParseSketchAnswer(Vector(SketchSeries("", {"r999", 5})), r, &e).message(),
+  EXPECT_THAT(ParseSketchAnswer(Vector(SketchSeries("", {"r999", 5})), {r}, &e).message(),
               HasSubstr("node sketch slot \"r999\""));
 }
 

@@ -40,6 +40,18 @@ TEST(NodeSketchTest, EmptyCountsZero) {
   EXPECT_TRUE(sketch.Gauges().empty());
 }
 
+TEST(NodeSketchTest, ExactSketchesExportTheirHashesAndTheRestTheirRegisters) {
+  NodeSketch small, large;
+  for (uint64_t n = 1; n <= 256; ++n) small.Add(VmHash(n));
+  for (uint64_t n = 1; n <= 100000; ++n) large.Add(VmHash(n));
+  const auto small_gauges = small.Gauges();
+  EXPECT_EQ(small_gauges.size(), 256u);
+  for (const auto& g : small_gauges) EXPECT_EQ(g.slot[0], 'm');
+  const auto large_gauges = large.Gauges();
+  EXPECT_EQ(large_gauges.size(), NodeSketch::kRegisterGauges);  // every register set by now
+  for (const auto& g : large_gauges) EXPECT_EQ(g.slot[0], 'r');
+}
+
 TEST(NodeSketchTest, ExactUpTo256AndWithin5PercentTo100000) {
   NodeSketch sketch;
   double worst = 0;
@@ -100,19 +112,51 @@ TEST(NodeSketchTest, SmallUnionIsExact) {
 }
 
 TEST(NodeSketchTest, GaugesRoundTrip) {
-  for (uint64_t nodes : {1u, 17u, 256u, 5000u}) {
+  for (uint64_t nodes : {1u, 17u, 256u, 257u, 5000u}) {
     NodeSketch sketch;
     for (uint64_t n = 1; n <= nodes; ++n) sketch.Add(VmHash(n));
     const std::vector<NodeSketch::Gauge> gauges = sketch.Gauges();
-    EXPECT_LE(gauges.size(), std::min<uint64_t>(nodes, NodeSketch::kMinValues) +
-                                 std::min<uint64_t>(nodes, NodeSketch::kRegisterGauges));
+    EXPECT_LE(gauges.size(), nodes <= 256 ? nodes : NodeSketch::kRegisterGauges);
     NodeSketch read;
     for (const auto& g : gauges) {
       // Through a double, as Prometheus stores it.
       ASSERT_TRUE(read.AddGauge(g.slot, static_cast<double>(g.value)).ok()) << g.slot;
     }
-    EXPECT_EQ(read, sketch) << nodes;
+    EXPECT_EQ(read.Count(), sketch.Count()) << nodes;
+    EXPECT_EQ(read.exact(), sketch.exact()) << nodes;
+    if (sketch.exact()) EXPECT_EQ(read, sketch) << nodes;  // the registers rebuilt too
+    // What was read merges into a replica's own as the original would.
+    NodeSketch own, own_with_original;
+    for (uint64_t n = 4000; n <= 4100; ++n) {
+      own.Add(VmHash(n));
+      own_with_original.Add(VmHash(n));
+    }
+    own.Merge(read);
+    own_with_original.Merge(sketch);
+    EXPECT_EQ(own.Count(), own_with_original.Count()) << nodes;
   }
+}
+
+TEST(NodeSketchTest, UnionsOfExactAndEstimatedSketchesStayRight) {
+  // Two exact halves whose union passes 256: estimated from registers rebuilt from hashes.
+  NodeSketch a, b, all;
+  for (uint64_t n = 1; n <= 200; ++n) a.Add(VmHash(n));
+  for (uint64_t n = 201; n <= 400; ++n) b.Add(VmHash(n));
+  for (uint64_t n = 1; n <= 400; ++n) all.Add(VmHash(n));
+  NodeSketch read;
+  for (const NodeSketch* s : {&a, &b}) {
+    for (const auto& g : s->Gauges()) ASSERT_TRUE(read.AddGauge(g.slot, g.value).ok());
+  }
+  EXPECT_FALSE(read.exact());
+  EXPECT_EQ(read.Count(), all.Count());
+  // An exact sketch read beside an estimated one: the estimate, never the exact part alone.
+  NodeSketch c;
+  for (uint64_t n = 1; n <= 3000; ++n) c.Add(VmHash(n));
+  NodeSketch mixed;
+  for (const NodeSketch* s : {&a, &c}) {
+    for (const auto& g : s->Gauges()) ASSERT_TRUE(mixed.AddGauge(g.slot, g.value).ok());
+  }
+  EXPECT_EQ(mixed.Count(), c.Count());
 }
 
 TEST(NodeSketchTest, ForeignGaugesAreRefused) {
@@ -122,11 +166,11 @@ TEST(NodeSketchTest, ForeignGaugesAreRefused) {
            {"m0", 0.5},
            {"m0", 9007199254740992.0},  // 2^53
            {"m0", NAN},
-           {"m257", 1},
+           {"m256", 1},
            {"m01", 1},
-           {"r410", 1},
-           {"r409", static_cast<double>(uint64_t{1} << 30)},  // register 4096
-           {"r0", static_cast<double>(uint64_t{1} << 50)},
+           {"r316", 1},
+           {"r315", 16},  // register 4096: gauge 315 holds register 4095 alone
+           {"r0", static_cast<double>(uint64_t{1} << 52)},
            {"x1", 1},
            {"", 1},
            {"m", 1},
