@@ -354,6 +354,56 @@ done
 step "the rollouts' status (127.0.0.1:$metrics_port/rollouts)"
 rollouts
 
+step "a gated canary: 202604.01.5 for half the nodes (50 %), for all (100 %) only once one of them reported that it provisioned with it"
+# The name draws node $node_vm into the half (bucket 3919) and $other_vm out of it (5483).
+start_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+gate_at=$(date -u -d "$start_at + 1 second" +%Y-%m-%dT%H:%M:%SZ)
+cat >"$work/etc/components/.next.tmp" <<JSON
+{
+  "hotfixes": {"202604.01": "202604.01.3", "202605.30": "202605.30.1"},
+  "rollouts": [
+    {
+      "name": "anc-202604.01.5-gated-3",
+      "hotfixes": {"202604.01": "202604.01.5"},
+      "steps": [
+        {"at": "$start_at", "percent": 50},
+        {"at": "$gate_at", "percent": 100, "gate": {"min_nodes": 1, "bake": "2s"}}
+      ]
+    }
+  ]
+}
+JSON
+mv "$work/etc/components/.next.tmp" "$work/etc/components/aksNodeController.json"
+gated_row() { rollouts | grep -E '"(percent|state|missing|open_at|started_at)":' | tr -s ' ' | tr -d '\n'; }
+wait_until "the gate to wait on evidence" rollouts_show '"missing": "0 of 1 reporting nodes"'
+echo "GET /rollouts:$(gated_row)"
+for node in "$imds_port:$node_vm" "$other_imds_port:$other_vm"; do
+  port=${node%%:*}
+  node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$port}")
+  printf '{}' >"$pointer"
+  "$bin/hotfix-agent" "${node_args[@]}" 2>/dev/null
+  echo "node ${node#*:}: $(tr -d '\n' <"$pointer")"
+done
+# Node $node_vm provisions with its hotfix binary (a stand-in that exits 0) and says so, as
+# deploy/node/aks-node-controller-hotfix.sh does after provision.
+printf '{}' >"$pointer"
+"$bin/hotfix-agent" "${args[@]}" 2>/dev/null
+printf '#!/bin/sh\nexit 0\n' >"$work/opt/gated-hotfix-binary" && chmod 755 "$work/opt/gated-hotfix-binary"
+"$bin/hotfix-agent" report --outcome succeeded --hotfix-pointer "$pointer" \
+  --current-version 202604.01.0 --hotfix-binary "$work/opt/gated-hotfix-binary" \
+  --node-config "$work/opt/aks-node-controller-config.json" \
+  --nbc-cmd "$work/opt/aks-node-controller-nbc-cmd.sh" \
+  --imds-url "http://127.0.0.1:$imds_port/metadata/attested/document?api-version=2025-04-07" \
+  --connect-to "127.0.0.1:$proxy_port" --log-file "$work/report.log" 2>/dev/null
+grep -h '"msg":"reported hotfix outcome to LPS"' "$work/report.log" || true
+wait_until "the gate to open and the step to start on that evidence" rollouts_show '"state": "started"'
+echo "GET /rollouts:$(gated_row)"
+grep -h '"msg":"rollout step started on its evidence"' "$work/lps.log" || true
+node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$other_imds_port}")
+printf '{}' >"$pointer"
+"$bin/hotfix-agent" "${node_args[@]}" 2>/dev/null
+echo "node $other_vm now: $(tr -d '\n' <"$pointer")"
+
 step "a canary that halts itself: 202604.01.5 for both nodes, halting past 40% failed of 2 nodes"
 # Its evidence counts from now (auto_halt.since): nodes, each once, whatever they send.
 since=$(date -u +%Y-%m-%dT%H:%M:%SZ)

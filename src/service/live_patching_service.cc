@@ -202,16 +202,26 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
   // node; without one (insecure mode) nothing tells nodes apart. Hashed once per report.
   if (options_.node_evidence != nullptr && !decision->identity.vm_id.empty()) {
     std::optional<NodeEvidence::Reporter> reporter;
-    for (size_t i : decision->applied_rollouts) {
-      const Rollout& rollout = config.rollouts[i];
-      if (!rollout.auto_halt) continue;
+    auto add = [&](const EvidenceKey& key) {
       if (!reporter) {
         reporter = NodeEvidence::HashReporter(decision->identity.vm_id,
                                               decision->identity.subscription_id);
       }
-      options_.node_evidence->Add(
-          {decision->metric_component, rollout.name, AutoHaltSince(rollout)}, *reporter,
-          IsFailure(*decision->reported));
+      options_.node_evidence->Add(key, *reporter, IsFailure(*decision->reported));
+    };
+    const RolloutTime now = RolloutNow();
+    for (size_t i : decision->applied_rollouts) {
+      const Rollout& rollout = config.rollouts[i];
+      const RolloutTime auto_halt_since = AutoHaltSince(rollout);
+      if (rollout.auto_halt) add({decision->metric_component, rollout.name, auto_halt_since});
+      if (HasGates(rollout)) {
+        // The window of the step in force, as judged (the gates' starts), where a waiting
+        // gate counts its nodes (auto_halt_controller.h).
+        const RolloutTime since = CurrentStepStart(decision->rollout_config->rollouts[i], now);
+        if (!rollout.auto_halt || since != auto_halt_since) {
+          add({decision->metric_component, rollout.name, since});
+        }
+      }
     }
   }
   // The reports counter (for dashboards) drops a repeat of the same result to this replica.

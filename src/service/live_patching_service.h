@@ -25,11 +25,12 @@
 
 #include "common/log.h"
 #include "common/log_budget.h"
+#include "service/control/auto_halt_controller.h"
+#include "service/control/node_evidence.h"
 #include "service/control/rollout_status.h"
 #include "service/identity/node_identity.h"
 #include "service/identity/rate_limiter.h"
 #include "service/ops/metrics.h"
-#include "service/control/node_evidence.h"
 #include "service/recent_reports.h"
 #include "service/rollout/auto_halt.h"
 #include "service/store/component_store.h"

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data), size);
   const EvidenceKey key{"aksNodeController", "canary",
                         RolloutTime(std::chrono::seconds(1796342400))};  // 2026-12-04
-  const std::vector<EvidenceRequest> requests = {{key, "6e085f236a23", std::chrono::seconds(60)}};
+  const std::vector<EvidenceRequest> requests = {
+      {key, "6e085f236a23", std::chrono::seconds(60), true, {}}};
 
   OutcomeEvidence once;
   if (ParseSketchAnswer(body, requests, &once).ok()) {

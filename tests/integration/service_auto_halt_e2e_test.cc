@@ -635,6 +635,84 @@ TEST_F(AutoHaltE2eTest, ProvisioningFailuresThroughTheNodeFlowHaltTheCanary) {
   EXPECT_THAT(log, Not(HasSubstr("PROVISION_")));
 }
 
+// A gated canary: 50 % from CanaryStart(), 100 % once three of its nodes reported since then
+// and five seconds passed; no auto_halt.
+Json GatedFile() {
+  const auto start = hotfix::service::ParseRolloutTime(CanaryStart()).value();
+  return {{"hotfixes", {{"202604.01", kBaseVersion}}},
+          {"rollouts",
+           {{{"name", "canary"},
+             {"hotfixes", {{"202604.01", kCanaryVersion}}},
+             {"steps", Json::array({{{"at", CanaryStart()}, {"percent", 50}},
+                                    {{"at", hotfix::service::FormatRolloutTime(start + 1s)},
+                                     {"percent", 100},
+                                     {"gate", {{"min_nodes", 3}, {"bake", "5s"}}}}})}}}}};
+}
+
+TEST_F(AutoHaltE2eTest, AGateWaitsThenOpensOnEvidenceAtOneStartTimeForEveryReplica) {
+  files_.WriteComponent(kAks, GatedFile().dump());
+  // Nodes in the 50 % (buckets under 5000) and one outside it.
+  std::vector<int> in;
+  int out = 0;
+  for (int n = 1; in.size() < 4 || out == 0; ++n) {
+    const bool inside = hotfix::service::RolloutBucket("canary", VmId(n)) < 5000;
+    if (inside) in.push_back(n);
+    if (!inside && out == 0) out = n;
+  }
+  auto waiting = [&](int i, const std::string& missing) {
+    Json row = Canary(i);
+    return !row.is_null() && row["percent"] == 50 && row["waiting_on"].is_object() &&
+           row["waiting_on"]["missing"] == missing;
+  };
+  bool seen = false;
+  WaitFor(
+      [&] {
+        return seen = waiting(0, "0 of 3 reporting nodes") && waiting(1, "0 of 3 reporting nodes");
+      },
+      kSlowStep);
+  ASSERT_TRUE(seen) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_NE(NodeBoots(out, false), kCanaryVersion);  // outside the 50 %
+  // Two nodes: missing evidence waits.
+  ASSERT_TRUE(Report(0, in[0], pb::HOTFIX_OUTCOME_INSTALLED).ok());
+  ASSERT_TRUE(Report(1, in[1], pb::HOTFIX_OUTCOME_PROVISION_SUCCEEDED).ok());
+  WaitFor(
+      [&] {
+        return seen = waiting(0, "2 of 3 reporting nodes") && waiting(1, "2 of 3 reporting nodes");
+      },
+      kSlowStep);
+  ASSERT_TRUE(seen) << Canary(0).dump() << Canary(1).dump();
+  // The third: the gate opens, bakes five seconds, and the step starts on both replicas at
+  // the same second.
+  ASSERT_TRUE(Report(0, in[2], pb::HOTFIX_OUTCOME_INSTALLED).ok());
+  WaitFor([&] { return seen = Canary(0)["percent"] == 100 && Canary(1)["percent"] == 100; },
+          kSlowStep);
+  ASSERT_TRUE(seen) << Canary(0).dump() << Canary(1).dump();
+  auto started = [&](int i) { return Canary(i)["gates"][0]["started_at"]; };
+  WaitFor([&] { return seen = started(0) == started(1) && started(0).is_string(); }, kSlowStep);
+  ASSERT_TRUE(seen) << Canary(0).dump() << Canary(1).dump();
+  const Json start = started(0);
+  const Json open = Canary(0)["gates"][0]["open_at"];
+  EXPECT_EQ(hotfix::service::ParseRolloutTime(start.get<std::string>()).value(),
+            hotfix::service::ParseRolloutTime(open.get<std::string>()).value() + 5s);
+  EXPECT_TRUE(Canary(0)["waiting_on"].is_null());
+  EXPECT_EQ(NodeBoots(out, false), kCanaryVersion);  // the 100 % step reaches it
+  // After a restart of each replica: the same start, at once.
+  StopReplica(0);
+  StopReplica(1);
+  StartReplica(0);
+  StartReplica(1);
+  WaitFor([&] { return seen = started(0) == start && started(1) == start; }, kSlowStep);
+  ASSERT_TRUE(seen) << Canary(0).dump() << Canary(1).dump();
+  EXPECT_EQ(Canary(0)["percent"], 100);
+  std::string metrics = HttpGet(metrics_ports_[0], "/metrics");
+  EXPECT_EQ(MetricValue(metrics, "lp_rollout_step_start", {{"rollout", "canary"}, {"step", "1"}}),
+            static_cast<double>(std::chrono::duration_cast<std::chrono::seconds>(
+                                    hotfix::service::ParseRolloutTime(start.get<std::string>())
+                                        .value()
+                                        .time_since_epoch())
+                                    .count()));
+}
+
 // A scrape target of another job exporting the service's own series, to halt the canary
 // (failures, a halt record under its policy) or hide its failures (successes).
 class ForeignTargetTest : public AutoHaltE2eTest {

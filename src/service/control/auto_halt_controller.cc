@@ -8,16 +8,60 @@
 
 namespace hotfix::service {
 
-Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state) {
+RolloutTime CurrentStepStart(const Rollout& judged, RolloutTime now) {
+  RolloutTime start = judged.steps.front().at;
+  for (const RolloutStep& step : judged.steps) {
+    if (step.at > now) break;
+    start = step.at;
+  }
+  return start;
+}
+
+bool HasGates(const Rollout& rollout) {
+  return std::any_of(rollout.steps.begin(), rollout.steps.end(),
+                     [](const RolloutStep& s) { return s.gate.has_value(); });
+}
+
+namespace {
+
+// The steps as the gates say: a gated step from its start once started, else kGateWaiting;
+// any step no earlier than the one before it.
+void ApplyGateStarts(const GatesState& gates, Rollout* out) {
+  for (size_t k = 1; k < out->steps.size(); ++k) {
+    RolloutStep& step = out->steps[k];
+    if (step.gate) {
+      step.at = kGateWaiting;
+      for (const GateState& g : gates.gates) {
+        if (g.step == k && g.started_at) step.at = *g.started_at;
+      }
+    }
+    step.at = std::max(step.at, out->steps[k - 1].at);
+  }
+  if (!gates.signal_ok && gates.evaluated_at) {
+    out->hold_at =
+        out->hold_at ? std::min(*out->hold_at, *gates.evaluated_at) : *gates.evaluated_at;
+  }
+}
+
+}  // namespace
+
+Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state, const GatesState* gates) {
   Rollout out = rollout;
-  if (!rollout.auto_halt || rollout.halted) return out;
+  if (rollout.halted) return out;
+  if (HasGates(rollout)) {
+    if (gates == nullptr || !gates->evaluated_at) {
+      out.halted = true;  // nothing known of its gates yet: applied to no one
+      return out;
+    }
+    ApplyGateStarts(*gates, &out);
+  }
+  if (!rollout.auto_halt) return out;
   const bool current = state != nullptr && state->policy == *rollout.auto_halt &&
                        state->since == AutoHaltSince(rollout);
   if (!current || state->halted_at || !state->evaluated_at) {
     out.halted = true;
   } else if (!state->signal_ok) {
-    out.hold_at =
-        rollout.hold_at ? std::min(*rollout.hold_at, *state->evaluated_at) : *state->evaluated_at;
+    out.hold_at = out.hold_at ? std::min(*out.hold_at, *state->evaluated_at) : *state->evaluated_at;
   }
   return out;
 }
@@ -43,15 +87,17 @@ void AutoHaltController::Rebuild(std::shared_ptr<const StoreSnapshot> files) con
   auto out = std::make_shared<StoreSnapshot>(*files);  // shares every config
   for (auto& [component, config] : out->components) {
     if (std::none_of(config->rollouts.begin(), config->rollouts.end(),
-                     [](const Rollout& r) { return r.auto_halt.has_value(); })) {
+                     [](const Rollout& r) { return r.auto_halt.has_value() || HasGates(r); })) {
       continue;
     }
     auto judged = std::make_shared<ComponentConfig>(*config);
     judged->file = config;
     for (Rollout& rollout : judged->rollouts) {
-      if (!rollout.auto_halt) continue;
+      if (!rollout.auto_halt && !HasGates(rollout)) continue;
       auto it = states_.find({component, rollout.name});
-      rollout = JudgedRollout(rollout, it == states_.end() ? nullptr : &it->second);
+      auto g = gates_.find({component, rollout.name});
+      rollout = JudgedRollout(rollout, it == states_.end() ? nullptr : &it->second,
+                              g == gates_.end() ? nullptr : &g->second);
     }
     config = std::move(judged);
   }
@@ -81,10 +127,28 @@ void AutoHaltController::EvaluateNow() {
     keys.insert(evidence_key);
     requests.push_back(RequestFor(evidence_key, policy_since.first, now));
   }
+  const std::map<RolloutKey, GateWanted> gated = WantedGates(files.get(), now);
+  for (const auto& [key, want] : gated) {
+    EvidenceKey evidence_key{key.component, key.rollout, want.window_since};
+    if (!keys.insert(evidence_key).second) continue;  // the auto_halt's window: read once
+    EvidenceRequest r = RequestFor(evidence_key, AutoHaltPolicy{}, now);
+    r.policy = want.waiting ? GateLabel(*want.rollout, *want.waiting) : "";
+    requests.push_back(std::move(r));
+  }
+  // Every gate's records, asked on whichever request reads the rollout.
+  for (const auto& [key, want] : gated) {
+    for (EvidenceRequest& r : requests) {
+      if (r.key.component != key.component || r.key.rollout != key.rollout) continue;
+      for (size_t k = 1; k < want.rollout->steps.size(); ++k) {
+        if (want.rollout->steps[k].gate) r.gate_records.insert(GateLabel(*want.rollout, k));
+      }
+      break;
+    }
+  }
   options_.evidence->Retain(keys);
   std::erase_if(full_read_at_, [&](const auto& e) { return keys.count(e.first) == 0; });
   StatusOr<OutcomeEvidence> evidence = Status::Unavailable("no --prometheus-url");
-  if (!wanted.empty() && options_.source != nullptr) {
+  if ((!wanted.empty() || !gated.empty()) && options_.source != nullptr) {
     evidence = options_.source->Fetch(requests, now);
     if (evidence.ok()) {
       last_good_read_ = now;
@@ -94,11 +158,12 @@ void AutoHaltController::EvaluateNow() {
     }
   }
   Apply(wanted, evidence, now);
+  ApplyGates(gated, evidence, now);
   std::lock_guard<std::mutex> lock(mu_);
   // Judged here, on the evaluation's thread, so that a call only ever copies a pointer (a
   // reload between evaluations is judged by the first call that sees it).
   if (files != nullptr) Rebuild(files);
-  if (wanted.empty()) return;
+  if (wanted.empty() && gated.empty()) return;
   ++(evidence.ok() ? stats_.ok : stats_.unavailable);
   stats_.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -176,7 +241,7 @@ EvidenceRequest AutoHaltController::RequestFor(const EvidenceKey& key, const Aut
   constexpr std::chrono::minutes kFullReadEvery{10};
   const std::chrono::seconds margin =
       std::chrono::minutes(1) + std::chrono::ceil<std::chrono::seconds>(options_.interval);
-  EvidenceRequest request{key, PolicyLabel(policy), ShortLookback(), true};
+  EvidenceRequest request{key, PolicyLabel(policy), ShortLookback(), true, {}};
   if (!options_.evidence->ReadBack(key)) {
     request.lookback = options_.readback_lookback;
     return request;
@@ -249,6 +314,129 @@ std::chrono::seconds AutoHaltController::TruncationGrace() const {
   // A rollout's first evaluation comes within an interval of its file's load, and a file
   // loads a little after it is written: a minute and two intervals is not a lost window.
   return std::chrono::minutes(1) + 2 * std::chrono::ceil<std::chrono::seconds>(options_.interval);
+}
+
+std::map<RolloutKey, AutoHaltController::GateWanted> AutoHaltController::WantedGates(
+    const StoreSnapshot* files, RolloutTime now) const {
+  std::map<RolloutKey, GateWanted> out;
+  if (files == nullptr) return out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [component, config] : files->components) {
+    for (const Rollout& rollout : config->rollouts) {
+      if (rollout.halted || !HasGates(rollout)) continue;
+      const RolloutKey key{component, rollout.name};
+      auto known = gates_.find(key);
+      Rollout judged = rollout;
+      GatesState none;
+      none.signal_ok = true;
+      ApplyGateStarts(known == gates_.end() ? none : known->second, &judged);
+      // The window the service counts this rollout's reports in (live_patching_service.cc:
+      // since the current step began), or the waiting gate's (since the step before it).
+      GateWanted want{&rollout, std::nullopt, CurrentStepStart(judged, now)};
+      for (size_t k = 1; k < judged.steps.size(); ++k) {
+        if (rollout.steps[k].gate && judged.steps[k].at == kGateWaiting) {
+          want.waiting = k;
+          want.window_since = judged.steps[k - 1].at;
+          break;
+        }
+      }
+      out.emplace(key, want);
+    }
+  }
+  return out;
+}
+
+void AutoHaltController::ApplyGates(const std::map<RolloutKey, GateWanted>& wanted,
+                                    const StatusOr<OutcomeEvidence>& evidence, RolloutTime now) {
+  Logger* log = options_.log;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<RolloutKey, GatesState> next;
+  for (const auto& [key, want] : wanted) {
+    const Rollout& rollout = *want.rollout;
+    GatesState st;
+    if (auto old = gates_.find(key); old != gates_.end()) st = old->second;
+    // Only the gates whose label still matches the file: a changed gate is judged afresh.
+    std::erase_if(st.gates, [&](const GateState& g) {
+      return g.step >= rollout.steps.size() || !rollout.steps[g.step].gate ||
+             g.label != GateLabel(rollout, g.step);
+    });
+    if (!evidence.ok()) {
+      st.signal_ok = false;
+      st.signal_error = evidence.status().message();
+      next.emplace(key, std::move(st));
+      continue;
+    }
+    st.signal_ok = true;
+    st.signal_error.clear();
+    st.evaluated_at = now;
+    // Records any replica exported: the earliest open and start of each gate carried.
+    for (size_t k = 1; k < rollout.steps.size(); ++k) {
+      if (!rollout.steps[k].gate) continue;
+      auto rec = evidence->gates.find({key.component, key.rollout, k, GateLabel(rollout, k)});
+      if (rec == evidence->gates.end()) continue;
+      auto g = std::find_if(st.gates.begin(), st.gates.end(),
+                            [&](const GateState& x) { return x.step == k; });
+      if (g == st.gates.end()) {
+        st.gates.push_back({k, GateLabel(rollout, k), {}, {}, {}, {}, ""});
+        g = st.gates.end() - 1;
+      }
+      auto earliest = [](std::optional<RolloutTime>& mine, const std::optional<RolloutTime>& read) {
+        if (read && (!mine || *read < *mine)) mine = read;
+      };
+      earliest(g->open_at, rec->second.open_at);
+      earliest(g->started_at, rec->second.started_at);
+    }
+    std::sort(st.gates.begin(), st.gates.end(),
+              [](const GateState& a, const GateState& b) { return a.step < b.step; });
+    // The window's sets, read back and exported whether or not a gate waits on them.
+    const EvidenceKey window{key.component, key.rollout, want.window_since};
+    auto read = evidence->rollouts.find(window);
+    const NodeSets sets = options_.evidence->MergeReadBack(
+        window, read == evidence->rollouts.end() ? NodeSets{} : read->second.sets,
+        read == evidence->rollouts.end() ? std::nullopt : read->second.from, now);
+    if (want.waiting) {
+      const size_t k = *want.waiting;
+      const StepGate& gate = *rollout.steps[k].gate;
+      auto g = std::find_if(st.gates.begin(), st.gates.end(),
+                            [&](const GateState& x) { return x.step == k; });
+      if (g == st.gates.end()) {
+        st.gates.push_back({k, GateLabel(rollout, k), {}, {}, {}, {}, ""});
+        g = st.gates.end() - 1;
+      }
+      if (!g->started_at) {
+        g->window_since = want.window_since;
+        g->tally = sets.Tally();
+        const bool holds = GateHolds(gate, g->tally);
+        g->missing = GateMissing(gate, g->tally);
+        if (holds && !g->open_at) g->open_at = now;
+        if (g->open_at) {
+          const RolloutTime due = std::max(rollout.steps[k].at, *g->open_at + gate.bake);
+          if (holds && now >= due) {
+            g->started_at = due;
+            if (log != nullptr) {
+              log->Info("rollout step started on its evidence",
+                        {{"component", key.component},
+                         {"rollout", key.rollout},
+                         {"step", static_cast<int64_t>(k)},
+                         {"started_at", FormatRolloutTime(due)},
+                         {"reports", static_cast<int64_t>(g->tally.reports)},
+                         {"failures", static_cast<int64_t>(g->tally.failures)}});
+            }
+          } else if (holds) {
+            g->missing = "baking until " + FormatRolloutTime(due);
+          }
+        }
+      }
+    }
+    next.emplace(key, std::move(st));
+  }
+  gates_ = std::move(next);
+  ++version_;
+}
+
+std::map<RolloutKey, GatesState> AutoHaltController::Gates() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gates_;
 }
 
 std::map<RolloutKey, AutoHaltState> AutoHaltController::States() const {

@@ -45,6 +45,9 @@ struct EvidenceRequest {
   std::string policy;  // PolicyLabel
   std::chrono::seconds lookback{0};
   bool full = true;
+  // The gate labels of the rollout whose records (lp_rollout_gate_open, lp_rollout_step_start)
+  // are wanted: every gated step's, so that a restarted replica takes back every start.
+  std::set<std::string> gate_records;
 };
 
 // What the replicas exported about one rollout, merged: their sets, the earliest halt any of
@@ -55,9 +58,24 @@ struct RolloutEvidenceRead {
   std::optional<RolloutTime> from;
 };
 
+// A gated step's records as the replicas exported them: the earliest of each.
+struct GateKey {
+  std::string component;
+  std::string rollout;
+  size_t step = 0;
+  std::string gate;  // GateLabel
+  auto operator<=>(const GateKey&) const = default;
+};
+struct GateRecords {
+  std::optional<RolloutTime> open_at;     // lp_rollout_gate_open
+  std::optional<RolloutTime> started_at;  // lp_rollout_step_start
+};
+
 // What one read of the evidence found, for every rollout asked about.
 struct OutcomeEvidence {
   std::map<EvidenceKey, RolloutEvidenceRead> rollouts;
+  // The gate records of the rollouts asked about (any step, any label).
+  std::map<GateKey, GateRecords> gates;
   // The rollouts the evidence knows were served (their lp_rollout_applied_total series exist):
   // a rollout this replica served that is not here means Prometheus does not see us.
   std::set<RolloutKey> known;
@@ -90,10 +108,37 @@ struct AutoHaltState {
   bool truncated = false;
 };
 
+// A gated step as the controller last judged it (docs/ROLLOUTS.md, "Advancing on evidence").
+struct GateState {
+  size_t step = 0;
+  std::string label;                   // GateLabel: a changed gate is judged afresh
+  RolloutTime window_since;            // when the step before it began: its nodes count from here
+  OutcomeTally tally;                  // those nodes at the last good evaluation
+  std::optional<RolloutTime> open_at;  // first seen satisfied (the earliest any replica saw)
+  std::optional<RolloutTime> started_at;  // max(at, open_at + bake): the step's start
+  std::string missing;                    // GateMissing at the last good evaluation
+};
+
+// A rollout's gates: the gated steps judged so far, in step order, up to the first that has
+// not started.
+struct GatesState {
+  std::vector<GateState> gates;
+  bool signal_ok = false;
+  std::string signal_error;
+  std::optional<RolloutTime> evaluated_at;  // the last good evaluation
+};
+
 // The rollout as the judgement says it applies: halted once halted or before anything is
-// known (state null, or judged under another policy); held at the last good evaluation while
-// the evidence cannot be read; as the file says otherwise.
-Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state);
+// known (state null, or judged under another policy; a gated rollout not yet evaluated); held
+// at the last good evaluation while the evidence cannot be read; each gated step from its
+// start once started, never before (kGateWaiting), and a step after it no earlier; as the file
+// says otherwise.
+Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state,
+                      const GatesState* gates = nullptr);
+bool HasGates(const Rollout& rollout);
+// When the step in force at `now` began, in a judged rollout (its first step's `at` before it):
+// the window a gated rollout's reports are counted in.
+RolloutTime CurrentStepStart(const Rollout& judged, RolloutTime now);
 
 struct AutoHaltControllerOptions {
   // Null: there is no evidence (no --prometheus-url); every auto-halting rollout is held.
@@ -139,6 +184,7 @@ class AutoHaltController : public ComponentStore {
   void EvaluateNow();
 
   std::map<RolloutKey, AutoHaltState> States() const;
+  std::map<RolloutKey, GatesState> Gates() const;
   const NodeEvidence* evidence() const { return options_.evidence; }
   AutoHaltStats stats() const;
 
@@ -148,6 +194,15 @@ class AutoHaltController : public ComponentStore {
              const StatusOr<OutcomeEvidence>& evidence, RolloutTime now);
   void Judge(const RolloutKey& key, const RolloutEvidenceRead& read, RolloutTime now,
              AutoHaltState* st);
+  // The gated rollouts' requests (the waiting gate's window), from what gates_ holds.
+  struct GateWanted {
+    const Rollout* rollout = nullptr;
+    std::optional<size_t> waiting;  // the first gated step not started
+    RolloutTime window_since;
+  };
+  std::map<RolloutKey, GateWanted> WantedGates(const StoreSnapshot* files, RolloutTime now) const;
+  void ApplyGates(const std::map<RolloutKey, GateWanted>& wanted,
+                  const StatusOr<OutcomeEvidence>& evidence, RolloutTime now);
   void Run();
   std::chrono::seconds ShortLookback() const;
   std::chrono::seconds TruncationGrace() const;
@@ -158,6 +213,7 @@ class AutoHaltController : public ComponentStore {
 
   mutable std::mutex mu_;
   std::map<RolloutKey, AutoHaltState> states_;  // guarded by mu_
+  std::map<RolloutKey, GatesState> gates_;      // guarded by mu_
   uint64_t version_ = 0;                        // guarded by mu_; +1 per change of states_
   AutoHaltStats stats_;                         // guarded by mu_
   // The evaluation thread's own: when each key was last read in full, and the last good read.

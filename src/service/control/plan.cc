@@ -1,5 +1,7 @@
 #include "service/control/plan.h"
 
+#include "common/duration.h"
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -92,6 +94,26 @@ StatusOr<std::string> PlanJson(const ComponentConfig& config, std::string_view c
           {"note",
            "applies only while its nodes' reports have not halted it and the service "
            "can read them (GET /rollouts shows the judgement)"}};
+    }
+    // Gates: the file's; whether a running rollout waits on one is GET /rollouts' to say.
+    entry["gates"] = ordered_json::array();
+    for (size_t k = 0; k < r.steps.size(); ++k) {
+      if (!r.steps[k].gate) continue;
+      const StepGate& g = *r.steps[k].gate;
+      entry["gates"].push_back(
+          {{"step", k},
+           {"at", FormatRolloutTime(r.steps[k].at)},
+           {"percent", PercentJson(r.steps[k].threshold)},
+           {"min_nodes", g.min_nodes},
+           {"max_failure_percent",
+            g.max_failure_percent ? PercentJson(*g.max_failure_percent) : ordered_json(nullptr)},
+           {"bake", FormatDuration(g.bake)},
+           {"note",
+            "starts no earlier than its at: when the nodes that reported since the step before "
+            "it began satisfy the gate for its bake (GET /rollouts shows what is missing)"}});
+    }
+    if (!entry["gates"].empty() && o.enters_at) {
+      entry["enters_at_note"] = "at the earliest: a gated step before it starts on evidence";
     }
     entry["hotfixes"] = ordered_json(r.hotfixes);
     rollouts.push_back(std::move(entry));

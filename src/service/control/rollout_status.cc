@@ -1,5 +1,7 @@
 #include "service/control/rollout_status.h"
 
+#include "common/duration.h"
+
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -74,7 +76,11 @@ std::vector<RolloutStatusRow> RolloutStatus::Rows(RolloutTime now) const {
   std::shared_ptr<const Table> table = CurrentTable();
   if (table == nullptr) return rows;
   std::map<RolloutKey, AutoHaltState> judged;
-  if (auto_halt_ != nullptr) judged = auto_halt_->States();
+  std::map<RolloutKey, GatesState> gates;
+  if (auto_halt_ != nullptr) {
+    judged = auto_halt_->States();
+    gates = auto_halt_->Gates();
+  }
   for (const auto& [component, config] : table->snapshot->components) {
     auto counts = table->counts.find(component);
     for (size_t i = 0; i < config->rollouts.size(); ++i) {
@@ -85,17 +91,26 @@ std::vector<RolloutStatusRow> RolloutStatus::Rows(RolloutTime now) const {
         auto st = judged.find({component, file_rollout->name});
         if (st != judged.end()) row.auto_halt_state = st->second;
         row.auto_halt = true;
-        as_judged =
-            JudgedRollout(*file_rollout, row.auto_halt_state ? &*row.auto_halt_state : nullptr);
       }
-      const Rollout& rollout = row.auto_halt ? as_judged : *file_rollout;
+      if (auto_halt_ != nullptr && HasGates(*file_rollout) && !file_rollout->halted) {
+        auto g = gates.find({component, file_rollout->name});
+        if (g != gates.end()) row.gates_state = g->second;
+        row.gated = true;
+        row.file_steps = file_rollout->steps;
+      }
+      if (row.auto_halt || row.gated) {
+        as_judged =
+            JudgedRollout(*file_rollout, row.auto_halt_state ? &*row.auto_halt_state : nullptr,
+                          row.gates_state ? &*row.gates_state : nullptr);
+      }
+      const Rollout& rollout = row.auto_halt || row.gated ? as_judged : *file_rollout;
       row.component = component;
       row.name = rollout.name;
       row.attribution = EvidenceAttributionOf(*file_rollout);
       row.state = StateAt(rollout, now);
       if (row.auto_halt_state && row.auto_halt_state->halted_at) {
         row.state = RolloutState::kAutoHalted;
-      } else if (row.auto_halt && rollout.halted) {
+      } else if ((row.auto_halt || row.gated) && rollout.halted) {
         row.state = RolloutState::kHeld;  // not evaluated yet: applied to no one
       }
       row.threshold = ThresholdAt(rollout, now);
@@ -143,6 +158,55 @@ nlohmann::json AutoHaltJson(const RolloutStatusRow& row) {
   return out;
 }
 
+// GET /rollouts' `gates` array (docs/ROLLOUTS.md, "Advancing on evidence"): each gated step
+// with its gate, its state, and what it still misses.
+nlohmann::json GatesJson(const RolloutStatusRow& row) {
+  auto time_or_null = [](const std::optional<RolloutTime>& t) {
+    return t ? nlohmann::json(FormatRolloutTime(*t)) : nlohmann::json(nullptr);
+  };
+  nlohmann::json out = nlohmann::json::array();
+  bool waiting_seen = false;
+  for (size_t k = 0; k < row.file_steps.size(); ++k) {
+    const RolloutStep& step = row.file_steps[k];
+    if (!step.gate) continue;
+    const GateState* g = nullptr;
+    if (row.gates_state) {
+      for (const GateState& x : row.gates_state->gates) {
+        if (x.step == k) g = &x;
+      }
+    }
+    nlohmann::json j;
+    j["step"] = k;
+    j["at"] = FormatRolloutTime(step.at);
+    j["percent"] = step.threshold / 100.0;
+    j["min_nodes"] = step.gate->min_nodes;
+    j["max_failure_percent"] = step.gate->max_failure_percent
+                                   ? nlohmann::json(*step.gate->max_failure_percent / 100.0)
+                                   : nlohmann::json(nullptr);
+    j["bake"] = FormatDuration(step.gate->bake);
+    std::string state = "pending";  // a gate after the one the rollout waits on
+    if (g != nullptr && g->started_at) {
+      state = "started";
+    } else if (!waiting_seen) {
+      waiting_seen = true;
+      state = row.gates_state && row.gates_state->evaluated_at ? "waiting" : "unknown";
+    }
+    j["state"] = state;
+    j["open_at"] = g != nullptr ? time_or_null(g->open_at) : nullptr;
+    j["started_at"] = g != nullptr ? time_or_null(g->started_at) : nullptr;
+    if (state == "waiting" && g != nullptr) {
+      j["window_since"] = FormatRolloutTime(g->window_since);
+      j["reports"] = g->tally.reports;
+      j["failures"] = g->tally.failures;
+      j["missing"] = g->missing;
+    } else if (state == "waiting" || state == "unknown") {
+      j["missing"] = state == "unknown" ? "no evaluation yet" : "no evidence read yet";
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string RolloutStatus::Json(RolloutTime now) const {
@@ -164,7 +228,7 @@ std::string RolloutStatus::Json(RolloutTime now) const {
     r["state"] = RolloutStateName(row.state);
     r["percent"] = row.threshold / 100.0;
     r["next_step"] = nullptr;
-    if (row.next_step) {
+    if (row.next_step && row.next_step->at != kGateWaiting) {
       r["next_step"] = {{"at", FormatRolloutTime(row.next_step->at)},
                         {"percent", row.next_step->threshold / 100.0}};
     }
@@ -172,6 +236,19 @@ std::string RolloutStatus::Json(RolloutTime now) const {
     r["halted"] = row.halted;
     r["applied_calls"] = row.applied_calls;
     if (row.auto_halt) r["auto_halt"] = AutoHaltJson(row);
+    if (row.gated) {
+      r["gates"] = GatesJson(row);
+      r["waiting_on"] = nullptr;
+      for (const auto& g : r["gates"]) {
+        if (g["state"] == "waiting" || g["state"] == "unknown") {
+          r["waiting_on"] = {{"step", g["step"]}, {"missing", g.value("missing", "")}};
+          break;
+        }
+      }
+      if (row.gates_state && !row.gates_state->signal_ok && row.gates_state->evaluated_at) {
+        r["gates_error"] = row.gates_state->signal_error;
+      }
+    }
     out["components"][row.component].push_back(std::move(r));
   }
   return out.dump(2) + "\n";

@@ -34,6 +34,11 @@ struct RolloutStatusRow {
   // threshold and next_step are then those of the rollout as judged (JudgedRollout).
   bool auto_halt = false;
   std::optional<AutoHaltState> auto_halt_state;  // nullopt: not evaluated yet
+  // For a rollout with gates: their judgement (nullopt: not evaluated yet), and the file's
+  // steps for the JSON (each gate's spec).
+  bool gated = false;
+  std::optional<GatesState> gates_state;
+  std::vector<RolloutStep> file_steps;
   // What places a report in the rollout's evidence (EvidenceAttributionOf).
   EvidenceAttribution attribution = EvidenceAttribution::kSigned;
 };

@@ -147,9 +147,25 @@ std::string AutoHaltNote(const ComponentConfig& config) {
   for (const Rollout& r : config.rollouts) {
     if (r.auto_halt) names += (names.empty() ? "" : ", ") + r.name;
   }
-  if (names.empty()) return "";
-  return "can halt themselves on their nodes' reports (auto_halt): " + names +
-         "; this table assumes none does\n";
+  std::string out;
+  if (!names.empty()) {
+    out = "can halt themselves on their nodes' reports (auto_halt): " + names +
+          "; this table assumes none does\n";
+  }
+  std::string gated;
+  for (const Rollout& r : config.rollouts) {
+    for (size_t k = 0; k < r.steps.size(); ++k) {
+      if (!r.steps[k].gate) continue;
+      gated += (gated.empty() ? "" : ", ") + r.name + " step " + std::to_string(k) + " (at " +
+               FormatRolloutTime(r.steps[k].at) + ")";
+    }
+  }
+  if (!gated.empty()) {
+    out += "wait on their nodes' evidence (gate): " + gated +
+           "; this table starts each at its at, the earliest its evidence can (GET /rollouts "
+           "shows which gate a running rollout waits on and what is missing)\n";
+  }
+  return out;
 }
 
 StatusOr<std::vector<RolloutTime>> SimulationTimes(RolloutTime from, RolloutTime to,

@@ -1,5 +1,6 @@
 #include "service/ops/prometheus_outcomes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -103,32 +104,26 @@ class PrometheusOutcomeSource final : public OutcomeSource {
     OutcomeEvidence evidence;
     const std::string time = "&time=" + std::to_string(now.time_since_epoch().count());
     std::chrono::seconds longest{60};
-    std::vector<EvidenceRequest> changed;  // read together: what changed since the last read
-    std::chrono::seconds changed_within{0};
     for (const EvidenceRequest& r : requests) {
       longest = std::max(longest, r.lookback);
       evidence.rollouts[r.key];  // asked about: present even when nothing was exported
-      if (!r.full) {
-        changed.push_back(r);
-        changed_within = std::max(changed_within, r.lookback);
-        continue;
+      // One query per rollout, so that an answer is at most every replica's sketches of one
+      // rollout (about 950 series each), under the cap however many rollouts change at once.
+      const std::string s = std::string(kMetricRolloutNodeSketch) + "{" + selector_ +
+                            ",component=" + Quoted(r.key.component) +
+                            ",rollout=" + Quoted(r.key.rollout) +
+                            ",since=" + Quoted(FormatRolloutTime(r.key.since)) + "}";
+      std::string query;
+      if (r.full) {
+        query = "last_over_time(" + s + Lookback(r.lookback) + ")";
+      } else {
+        // A series whose value differs from its value a while ago, or that was not there then.
+        const std::string then = s + " offset " + std::to_string(r.lookback.count()) + "s";
+        query = "(" + s + " != " + then + ") or (" + s + " unless " + then + ")";
       }
-      const std::string query =
-          "last_over_time(" + std::string(kMetricRolloutNodeSketch) + "{" + selector_ +
-          ",component=" + Quoted(r.key.component) + ",rollout=" + Quoted(r.key.rollout) +
-          ",since=" + Quoted(FormatRolloutTime(r.key.since)) + "}" + Lookback(r.lookback) + ")";
       StatusOr<std::string> body = client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
       if (!body.ok()) return body.status();
       if (Status st = ParseSketchAnswer(*body, {r}, &evidence); !st.ok()) return st;
-    }
-    if (!changed.empty()) {
-      // A series whose value differs from its value a while ago, or that was not there then.
-      const std::string s = std::string(kMetricRolloutNodeSketch) + "{" + selector_ + "}";
-      const std::string then = s + " offset " + std::to_string(changed_within.count()) + "s";
-      const std::string query = "(" + s + " != " + then + ") or (" + s + " unless " + then + ")";
-      StatusOr<std::string> body = client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
-      if (!body.ok()) return body.status();
-      if (Status st = ParseSketchAnswer(*body, changed, &evidence); !st.ok()) return st;
     }
     auto instant = [&](const std::string& query) {
       return client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
@@ -143,6 +138,16 @@ class PrometheusOutcomeSource final : public OutcomeSource {
                 "}" + Lookback(longest) + ")");
     if (!from.ok()) return from.status();
     if (Status st = ParseEvidenceFrom(*from, requests, &evidence); !st.ok()) return st;
+    if (std::any_of(requests.begin(), requests.end(),
+                    [](const EvidenceRequest& r) { return !r.gate_records.empty(); })) {
+      for (const char* metric : {kMetricRolloutGateOpen, kMetricRolloutStepStart}) {
+        StatusOr<std::string> body = instant("last_over_time(" + std::string(metric) + "{" +
+                                             selector_ + "}" + Lookback(longest) + ")");
+        if (!body.ok()) return body.status();
+        const bool open = std::string_view(metric) == kMetricRolloutGateOpen;
+        if (Status st = ParseGateRecords(*body, requests, open, &evidence); !st.ok()) return st;
+      }
+    }
     StatusOr<std::string> known =
         instant("group by (component, rollout) (" + std::string(kMetricRolloutApplied) + "{" +
                 selector_ + "})");
@@ -216,6 +221,39 @@ Status ParseEvidenceFrom(std::string_view body, const std::vector<EvidenceReques
     }
     std::optional<RolloutTime>& from = evidence->rollouts[r->key].from;
     from = from ? std::min(*from, *at) : *at;
+  }
+  return Status::Ok();
+}
+
+Status ParseGateRecords(std::string_view body, const std::vector<EvidenceRequest>& requests,
+                        bool open, OutcomeEvidence* evidence) {
+  auto wanted = [&](const json& series) {
+    std::optional<std::string> component = Label(series, "component");
+    std::optional<std::string> rollout = Label(series, "rollout");
+    std::optional<std::string> gate = Label(series, "gate");
+    return component && rollout && gate &&
+           std::any_of(requests.begin(), requests.end(), [&](const EvidenceRequest& r) {
+             return r.key.component == *component && r.key.rollout == *rollout &&
+                    r.gate_records.count(*gate) != 0;
+           });
+  };
+  StatusOr<json> result = Vector(body, wanted);
+  if (!result.ok()) return result.status();
+  for (const json& series : *result) {
+    if (!wanted(series)) continue;
+    std::optional<std::string> step = Label(series, "step");
+    std::optional<double> value = SampleValue(series);
+    std::optional<RolloutTime> at = value ? TimeValue(*value) : std::nullopt;
+    size_t index = 0;
+    if (!step || step->empty() || step->size() > 2 ||
+        !std::all_of(step->begin(), step->end(), IsAsciiDigit) || !at) {
+      return Status::Unavailable("prometheus answer has a malformed gate record");
+    }
+    index = std::stoul(*step);
+    GateRecords& rec = evidence->gates[{*Label(series, "component"), *Label(series, "rollout"),
+                                        index, *Label(series, "gate")}];
+    std::optional<RolloutTime>& slot = open ? rec.open_at : rec.started_at;
+    if (!slot || *at < *slot) slot = at;
   }
   return Status::Ok();
 }

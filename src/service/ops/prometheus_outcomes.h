@@ -7,11 +7,12 @@
 //
 //   per rollout read in full (its first read, then every ten minutes):
 //                 last_over_time(lp_rollout_node_sketch{SEL,component=..,rollout=..,since=..}[L])
-//   once for the others, the series that changed within W (since the last good read):
-//                 (S != S offset W) or (S unless S offset W), S = lp_rollout_node_sketch{SEL}
+//   per other rollout, the series that changed within W (since the last good read):
+//                 (S != S offset W) or (S unless S offset W), S the selector above
 //   once          last_over_time(lp_rollout_halt_record{SEL}[L])
 //   once          last_over_time(lp_rollout_evidence_from{SEL}[L])
 //   once          group by (component, rollout) (lp_rollout_applied_total{SEL})
+//   with gates    last_over_time(lp_rollout_gate_open{SEL}[L]), lp_rollout_step_start likewise
 //
 // L is the request's lookback: long on a rollout's first read (--evidence-lookback), a few
 // minutes on a periodic full read. Every series read is merged as a union (sketches) or a minimum
@@ -49,5 +50,9 @@ Status ParseHaltRecords(std::string_view body, const std::vector<EvidenceRequest
 Status ParseEvidenceFrom(std::string_view body, const std::vector<EvidenceRequest>& requests,
                          OutcomeEvidence* evidence);
 Status ParseKnownRollouts(std::string_view body, OutcomeEvidence* evidence);
+// lp_rollout_gate_open (open) or lp_rollout_step_start: the earliest of each gate a request
+// names in gate_records.
+Status ParseGateRecords(std::string_view body, const std::vector<EvidenceRequest>& requests,
+                        bool open, OutcomeEvidence* evidence);
 
 }  // namespace hotfix::service

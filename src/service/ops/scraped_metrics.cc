@@ -102,7 +102,28 @@ void AddEvidenceFamilies(const AutoHaltController& controller,
                {{"component", key.component}, {"rollout", key.rollout}, {"set", set}});
     }
   }
-  for (auto* family : {&sketch, &from, &record, &truncated, &nodes}) {
+  auto open = Family(kMetricRolloutGateOpen,
+                     "Unix time a gated step's evidence first satisfied its gate, as the earliest "
+                     "replica saw it (labels: the step's index and GateLabel)",
+                     MetricType::Gauge);
+  auto start = Family(kMetricRolloutStepStart,
+                      "Unix time a gated step started on its evidence: max(at, open + bake)",
+                      MetricType::Gauge);
+  for (const auto& [key, gates] : controller.Gates()) {
+    for (const GateState& g : gates.gates) {
+      std::vector<prometheus::ClientMetric::Label> labels = {{"component", key.component},
+                                                             {"rollout", key.rollout},
+                                                             {"step", std::to_string(g.step)},
+                                                             {"gate", g.label}};
+      if (g.open_at) {
+        AddValue(&open, static_cast<double>(g.open_at->time_since_epoch().count()), labels);
+      }
+      if (g.started_at) {
+        AddValue(&start, static_cast<double>(g.started_at->time_since_epoch().count()), labels);
+      }
+    }
+  }
+  for (auto* family : {&sketch, &from, &record, &truncated, &nodes, &open, &start}) {
     out->push_back(std::move(*family));
   }
 }

@@ -59,6 +59,43 @@ std::string PolicyLabel(const AutoHaltPolicy& policy) {
   return ossl::Sha256Hex(text).substr(0, 12);
 }
 
+bool GateHolds(const StepGate& gate, const OutcomeTally& tally) {
+  if (tally.reports == 0 || tally.reports < gate.min_nodes) return false;
+  if (!gate.max_failure_percent) return true;
+  using Wide = unsigned __int128;
+  return Wide{tally.failures} * 10000 <= Wide{*gate.max_failure_percent} * tally.reports;
+}
+
+std::string GateMissing(const StepGate& gate, const OutcomeTally& tally) {
+  if (GateHolds(gate, tally)) return "";
+  char buf[160];
+  if (tally.reports == 0 || tally.reports < gate.min_nodes) {
+    std::snprintf(buf, sizeof buf, "%llu of %llu reporting nodes",
+                  static_cast<unsigned long long>(tally.reports),
+                  static_cast<unsigned long long>(gate.min_nodes));
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "failed nodes %llu of %llu (%.2f%%) > %.2f%%",
+                static_cast<unsigned long long>(tally.failures),
+                static_cast<unsigned long long>(tally.reports),
+                100.0 * static_cast<double>(tally.failures) / tally.reports,
+                *gate.max_failure_percent / 100.0);
+  return buf;
+}
+
+std::string GateLabel(const Rollout& rollout, size_t step) {
+  const RolloutStep& s = rollout.steps.at(step);
+  std::string text = rollout.name + ";step=" + std::to_string(step) +
+                     ";at=" + FormatRolloutTime(s.at) + ";threshold=" + std::to_string(s.threshold);
+  if (step > 0) text += ";previous_at=" + FormatRolloutTime(rollout.steps[step - 1].at);
+  if (s.gate) {
+    text += ";min_nodes=" + std::to_string(s.gate->min_nodes) + ";max_failure_percent=" +
+            (s.gate->max_failure_percent ? std::to_string(*s.gate->max_failure_percent) : "") +
+            ";bake=" + std::to_string(s.gate->bake.count());
+  }
+  return ossl::Sha256Hex(text).substr(0, 12);
+}
+
 std::string HaltEvidence(const AutoHaltPolicy& policy, const OutcomeTally& tally) {
   char buf[256];
   std::string subscriptions;

@@ -61,6 +61,18 @@ bool HaltConditionHolds(const AutoHaltPolicy& policy, const OutcomeTally& tally)
 // acting) judges the evidence afresh, and every replica names the same policy the same way.
 std::string PolicyLabel(const AutoHaltPolicy& policy);
 
+// A step's gate on the nodes that reported since the step before it began: reporting >=
+// min_nodes and, with max_failure_percent, failed * 100 / reporting <= it (exactly).
+bool GateHolds(const StepGate& gate, const OutcomeTally& tally);
+// What the gate still misses, for GET /rollouts and plan: "12 of 50 reporting nodes",
+// "failed nodes 3 of 40 (7.50%) > 2.00%"; "" when it holds.
+std::string GateMissing(const StepGate& gate, const OutcomeTally& tally);
+// The gate of rollout.steps[step] as a label value: 12 hex digits of SHA-256 of the rollout's
+// name, the step's index, `at`, percent and gate, and the step before's `at`. A gate recorded
+// open or started (lp_rollout_gate_open, lp_rollout_step_start) is the same gate only while
+// none of those changed.
+std::string GateLabel(const Rollout& rollout, size_t step);
+
 // "failures 7 of 20 reports (35%) > 5% after 20 reports" or "failures 3 >= max_failures 3":
 // why the condition holds, for the log line of a halt and GET /rollouts.
 std::string HaltEvidence(const AutoHaltPolicy& policy, const OutcomeTally& tally);

@@ -128,6 +128,41 @@ StatusOr<RolloutTime> ParseTimeField(const json& value, std::string_view field) 
   return t;
 }
 
+StatusOr<uint64_t> ParseCount(const json& value, std::string_view field);
+
+StatusOr<StepGate> ParseGate(const json& value, const std::string& where) {
+  if (!value.is_object()) return WrongType(where, value, "an object");
+  Status known = CheckKeys(value, {"min_nodes", "max_failure_percent", "bake"}, {}, where + ": ");
+  if (!known.ok()) return known;
+  if (value.empty()) {
+    return Status::InvalidArgument(where +
+                                   " is empty: give min_nodes, max_failure_percent or "
+                                   "bake");
+  }
+  StepGate gate;
+  if (auto it = value.find("min_nodes"); it != value.end()) {
+    auto n = ParseCount(*it, where + ".min_nodes");
+    if (!n.ok()) return n.status();
+    gate.min_nodes = *n;
+  }
+  if (auto it = value.find("max_failure_percent"); it != value.end()) {
+    auto percent = ParsePercent(*it, where + ".max_failure_percent");
+    if (!percent.ok()) return percent.status();
+    gate.max_failure_percent = *percent;
+  }
+  if (auto it = value.find("bake"); it != value.end()) {
+    if (!it->is_string()) return WrongType(where + ".bake", *it, "a duration string");
+    auto bake = ParseDurationWithin(it->get_ref<const std::string&>(), std::chrono::seconds(0),
+                                    std::chrono::hours(24 * 30));
+    if (!bake.ok()) return Status::InvalidArgument(where + ".bake " + bake.status().message());
+    if (bake->count() % 1000 != 0) {
+      return Status::InvalidArgument(where + ".bake " + QuoteJson(*it) + " is not whole seconds");
+    }
+    gate.bake = std::chrono::duration_cast<std::chrono::seconds>(*bake);
+  }
+  return gate;
+}
+
 StatusOr<std::vector<RolloutStep>> ParseSteps(const json& value) {
   if (!value.is_array()) return WrongType("steps", value, "an array");
   if (value.empty()) return Status::InvalidArgument("steps is empty");
@@ -137,7 +172,7 @@ StatusOr<std::vector<RolloutStep>> ParseSteps(const json& value) {
     const std::string where = "steps[" + std::to_string(i) + "]";
     const json& step = value[i];
     if (!step.is_object()) return WrongType(where, step, "an object");
-    Status known = CheckKeys(step, {"at", "percent"}, {"at", "percent"}, where + ": ");
+    Status known = CheckKeys(step, {"at", "percent", "gate"}, {"at", "percent"}, where + ": ");
     if (!known.ok()) return known;
     auto at = ParseTimeField(step["at"], where + ".at");
     if (!at.ok()) return at.status();
@@ -152,7 +187,18 @@ StatusOr<std::vector<RolloutStep>> ParseSteps(const json& value) {
                                      " is below the step before it (a ramp never shrinks; "
                                      "halt the rollout instead)");
     }
-    steps.push_back({*at, *threshold});
+    std::optional<StepGate> gate;
+    if (auto it = step.find("gate"); it != step.end()) {
+      if (steps.empty()) {
+        return Status::InvalidArgument(where +
+                                       ".gate: the first step has no step before it whose "
+                                       "nodes could open a gate");
+      }
+      auto parsed = ParseGate(*it, where + ".gate");
+      if (!parsed.ok()) return parsed.status();
+      gate = *parsed;
+    }
+    steps.push_back({*at, *threshold, gate});
   }
   return steps;
 }

@@ -33,10 +33,30 @@ inline constexpr uint32_t kBucketCount = 10000;
 
 enum class Cohort { kNode, kCluster };
 
+// A step's gate (docs/ROLLOUTS.md, "Advancing on evidence"): the step starts at the later of
+// its `at` and the moment the nodes that reported since the step before it began satisfied the
+// gate, plus `bake`. Never on the first step.
+struct StepGate {
+  uint64_t min_nodes = 1;                       // reporting nodes, 1 to 2^40
+  std::optional<uint32_t> max_failure_percent;  // failed / reporting, percent * 100
+  std::chrono::seconds bake{0};                 // 0 to 30 days
+  bool operator==(const StepGate&) const = default;
+};
+
 struct RolloutStep {
+  RolloutStep() = default;
+  RolloutStep(RolloutTime step_at, uint32_t step_threshold,
+              std::optional<StepGate> step_gate = std::nullopt)
+      : at(step_at), threshold(step_threshold), gate(step_gate) {}
+
   RolloutTime at;
   uint32_t threshold = 0;  // percent * 100
+  std::optional<StepGate> gate;
 };
+
+// A gated step that has not started is served as if its `at` were this far (year 36,812):
+// ThresholdAt never reaches it, nor any step after it.
+inline constexpr RolloutTime kGateWaiting{std::chrono::seconds(int64_t{1} << 40)};
 
 // All lists lower-cased; an empty list does not restrict.
 struct RolloutMatch {

@@ -560,6 +560,192 @@ TEST_F(ControllerTest, TheBackgroundThreadEvaluatesAtOnceAndWhenWoken) {
   c.Stop();
 }
 
+// ---- gates ---------------------------------------------------------------------------------
+
+TEST(GateParse, AcceptsTheDocumentedShapeAndRefusesTheRest) {
+  json r = ExampleRollout("anc-1");
+  r["steps"] =
+      json::array({{{"at", "2026-12-04T00:00:00Z"}, {"percent", 1}},
+                   {{"at", "2026-12-04T06:00:00Z"},
+                    {"percent", 25},
+                    {"gate", {{"min_nodes", 50}, {"max_failure_percent", 2}, {"bake", "1h"}}}}});
+  auto parsed = ParseRollouts(json::array({r}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const RolloutStep& step = parsed->at(0).steps.at(1);
+  ASSERT_TRUE(step.gate.has_value());
+  EXPECT_EQ(step.gate->min_nodes, 50u);
+  EXPECT_EQ(step.gate->max_failure_percent, std::optional<uint32_t>(200));
+  EXPECT_EQ(step.gate->bake, std::chrono::seconds(3600));
+  EXPECT_FALSE(parsed->at(0).steps.at(0).gate.has_value());
+
+  const std::pair<json, std::string> bad[] = {
+      {{{"min_nodes", 0}}, "steps[1].gate.min_nodes 0 is not between 1"},
+      {{{"bake", "1 hour"}}, "steps[1].gate.bake"},
+      {{{"bake", "31d"}}, "steps[1].gate.bake"},
+      {{{"bake", "1500ms"}}, "is not whole seconds"},
+      {{{"max_failure_percent", 101}}, "is not between 0 and 100"},
+      {{{"nodes", 5}}, "steps[1].gate: unknown key \"nodes\""},
+      {json::object(), "steps[1].gate is empty"},
+      {json::array(), "steps[1].gate is an array, not an object"},
+  };
+  for (const auto& [gate, want] : bad) {
+    json b = r;
+    b["steps"][1]["gate"] = gate;
+    auto p = ParseRollouts(json::array({b}));
+    ASSERT_FALSE(p.ok()) << gate.dump();
+    EXPECT_THAT(p.status().message(), HasSubstr(want)) << gate.dump();
+  }
+  json first = r;
+  first["steps"][0]["gate"] = {{"min_nodes", 1}};
+  EXPECT_THAT(ParseRollouts(json::array({first})).status().message(),
+              HasSubstr("steps[0].gate: the first step has no step before it"));
+}
+
+TEST(GateCondition, NodesAndShare) {
+  StepGate g;
+  g.min_nodes = 10;
+  g.max_failure_percent = 200;  // 2 %
+  EXPECT_FALSE(GateHolds(g, {9, 0, 0}));
+  EXPECT_EQ(GateMissing(g, {9, 0, 0}), "9 of 10 reporting nodes");
+  EXPECT_TRUE(GateHolds(g, {100, 2, 1}));  // exactly 2 % is not over
+  EXPECT_FALSE(GateHolds(g, {100, 3, 1}));
+  EXPECT_EQ(GateMissing(g, {100, 3, 1}), "failed nodes 3 of 100 (3.00%) > 2.00%");
+  EXPECT_EQ(GateMissing(g, {100, 2, 1}), "");
+  EXPECT_FALSE(GateHolds(StepGate{}, {0, 0, 0}));  // never on no evidence
+}
+
+// A canary at 10 % from 00:00, gated to 50 % (3 nodes, at most 40 % failed, baked 1 h) from
+// 01:00 at the earliest, then 100 % at 02:00 (no gate: never before the gated step).
+json GatedFile() {
+  json r = json::object();
+  r["name"] = "canary";
+  r["hotfixes"] = {{"202604.01", "202604.01.4"}};
+  r["steps"] =
+      json::array({{{"at", "2026-12-04T00:00:00Z"}, {"percent", 10}},
+                   {{"at", "2026-12-04T01:00:00Z"},
+                    {"percent", 50},
+                    {"gate", {{"min_nodes", 3}, {"max_failure_percent", 40}, {"bake", "1h"}}}},
+                   {{"at", "2026-12-04T02:00:00Z"}, {"percent", 100}}});
+  return {{"hotfixes", {{"202604.01", "202604.01.3"}}}, {"rollouts", {r}}};
+}
+
+struct GateTest : ControllerTest {
+  GateTest() { store.Set(GatedFile()); }
+  // What Prometheus holds of the window since the first step, and any gate records.
+  void Window(NodeSets sets, std::optional<GateRecords> records = std::nullopt) {
+    OutcomeEvidence e;
+    e.rollouts[{kAks, "canary", T("2026-12-04T00:00:00Z")}] = {std::move(sets), {}, {}};
+    if (records) {
+      const Rollout& file = store.Current()->components.at(kAks)->rollouts.at(0);
+      e.gates[{kAks, "canary", 1, GateLabel(file, 1)}] = *records;
+    }
+    e.known.insert({kAks, "canary"});
+    source.next = e;
+  }
+  uint32_t PercentNow(const AutoHaltController& c) { return ThresholdAt(Canary(c), now); }
+};
+
+TEST_F(GateTest, NothingBeforeTheFirstEvaluationThenWaitsOnMissingEvidence) {
+  auto c = Make(&source);
+  EXPECT_TRUE(Canary(*c).halted);   // not judged yet: applied to no one
+  now = T("2026-12-04T03:00:00Z");  // past every `at`
+  Window(Nodes(1, 2));              // two nodes: the gate wants three
+  c->EvaluateNow();
+  EXPECT_FALSE(Canary(*c).halted);
+  EXPECT_EQ(PercentNow(*c), 1000u);  // 10 %: the gated step waits, and the step after it
+  const GatesState g = c->Gates().at({kAks, "canary"});
+  ASSERT_EQ(g.gates.size(), 1u);
+  EXPECT_EQ(g.gates[0].missing, "2 of 3 reporting nodes");
+  EXPECT_FALSE(g.gates[0].open_at.has_value());
+  source.next = Status::Unavailable("down");  // no evidence: still waits, never advances
+  now += 1h;
+  c->EvaluateNow();
+  EXPECT_EQ(PercentNow(*c), 1000u);
+}
+
+TEST_F(GateTest, OpensOnEvidenceBakesThenStartsAtADeterministicTime) {
+  auto c = Make(&source);
+  now = T("2026-12-04T00:30:00Z");
+  Window(Nodes(1, 3, 3));  // 3 nodes, 1 failed: 33 %, under 40 %
+  c->EvaluateNow();
+  GatesState g = c->Gates().at({kAks, "canary"});
+  ASSERT_EQ(g.gates.size(), 1u);
+  EXPECT_EQ(g.gates[0].open_at, T("2026-12-04T00:30:00Z"));
+  EXPECT_FALSE(g.gates[0].started_at.has_value());
+  EXPECT_EQ(PercentNow(*c), 1000u);
+  now = T("2026-12-04T01:29:59Z");  // its `at` passed, the bake not yet
+  c->EvaluateNow();
+  EXPECT_EQ(PercentNow(*c), 1000u);
+  EXPECT_THAT(c->Gates().at({kAks, "canary"}).gates[0].missing, HasSubstr("baking until"));
+  now = T("2026-12-04T01:40:00Z");  // evaluated late: the start is still open + bake
+  c->EvaluateNow();
+  g = c->Gates().at({kAks, "canary"});
+  EXPECT_EQ(g.gates[0].started_at, T("2026-12-04T01:30:00Z"));
+  EXPECT_EQ(PercentNow(*c), 5000u);
+  EXPECT_EQ(ThresholdAt(Canary(*c), T("2026-12-04T01:29:59Z")), 1000u);
+  now = T("2026-12-04T02:00:00Z");  // the ungated step after it, at its own time
+  c->EvaluateNow();
+  EXPECT_EQ(PercentNow(*c), 10000u);
+}
+
+TEST_F(GateTest, ABadShareKeepsItWaiting) {
+  auto c = Make(&source);
+  now = T("2026-12-04T03:00:00Z");
+  Window(Nodes(1, 5, 3));  // 3 of 5 failed: 60 %
+  c->EvaluateNow();
+  EXPECT_EQ(PercentNow(*c), 1000u);
+  EXPECT_EQ(c->Gates().at({kAks, "canary"}).gates[0].missing,
+            "failed nodes 3 of 5 (60.00%) > 40.00%");
+}
+
+TEST_F(GateTest, ARestartedReplicaTakesTheStartBackAndTheEarliestOpenWins) {
+  auto first = Make(&source);
+  now = T("2026-12-04T02:30:00Z");
+  GateRecords records;
+  records.open_at = T("2026-12-04T00:10:00Z");     // another replica saw it open first
+  records.started_at = T("2026-12-04T01:10:00Z");  // and started it
+  Window(Nodes(1, 3), records);
+  first->EvaluateNow();
+  NodeEvidence fresh;
+  auto restarted = Make(&source, &fresh);
+  restarted->EvaluateNow();
+  for (const AutoHaltController* c : {first.get(), restarted.get()}) {
+    const GatesState g = c->Gates().at({kAks, "canary"});
+    EXPECT_EQ(g.gates.at(0).open_at, T("2026-12-04T00:10:00Z"));
+    EXPECT_EQ(g.gates.at(0).started_at, T("2026-12-04T01:10:00Z"));
+    EXPECT_EQ(ThresholdAt(Canary(*c), now), 10000u);
+  }
+  // A record of another gate (the file changed the gate) is not this gate's.
+  const std::string old_label = GateLabel(store.Current()->components.at(kAks)->rollouts.at(0), 1);
+  json changed = GatedFile();
+  changed["rollouts"][0]["steps"][1]["gate"]["min_nodes"] = 4;
+  store.Set(changed);
+  EXPECT_NE(GateLabel(store.Current()->components.at(kAks)->rollouts.at(0), 1), old_label);
+  NodeEvidence third;
+  auto other = Make(&source, &third);
+  Window(Nodes(1, 3));
+  OutcomeEvidence e = *source.next;
+  e.gates[{kAks, "canary", 1, old_label}] = records;  // recorded under the old gate's label
+  source.next = e;
+  other->EvaluateNow();
+  EXPECT_EQ(ThresholdAt(Canary(*other), now), 1000u);
+}
+
+TEST_F(GateTest, ReportsCountInTheWindowOfTheStepInForce) {
+  // The window a waiting gate counts is the one the report path adds to: the step in force.
+  auto c = Make(&source);
+  now = T("2026-12-04T00:30:00Z");
+  Window(Nodes(1, 1));
+  c->EvaluateNow();
+  EXPECT_EQ(CurrentStepStart(Canary(*c), now), T("2026-12-04T00:00:00Z"));
+  for (int n = 2; n <= 3; ++n) {
+    evidence.Add({kAks, "canary", T("2026-12-04T00:00:00Z")}, VmId(n), "sub-0", false);
+  }
+  c->EvaluateNow();
+  EXPECT_EQ(c->Gates().at({kAks, "canary"}).gates.at(0).tally.reports, 3u);
+  EXPECT_TRUE(c->Gates().at({kAks, "canary"}).gates.at(0).open_at.has_value());
+}
+
 // ---- Prometheus' answers ------------------------------------------------------------------
 
 std::string Vector(const std::string& series) {
@@ -589,7 +775,7 @@ TEST(PrometheusOutcomes, SketchesOfEveryReplicaMergeAndOthersAreDropped) {
   series += R"(,{"metric":{"component":"aksNodeController","rollout":"other","since":"x",)"
             R"("set":"bogus","slot":"zz"},"value":[1,"1"]})";
   OutcomeEvidence e;
-  EvidenceRequest r{kCanaryKey, "p", 60s};
+  EvidenceRequest r{kCanaryKey, "p", 60s, true, {}};
   ASSERT_TRUE(ParseSketchAnswer(Vector(series), {r}, &e).ok());
   NodeSets want = a;
   want.Merge(b);
@@ -600,7 +786,7 @@ TEST(PrometheusOutcomes, SketchesOfEveryReplicaMergeAndOthersAreDropped) {
 
 TEST(PrometheusOutcomes, RefusesErrorsAndMalformedAnswers) {
   OutcomeEvidence e;
-  EvidenceRequest r{kCanaryKey, "p", 60s};
+  EvidenceRequest r{kCanaryKey, "p", 60s, true, {}};
   EXPECT_THAT(ParseSketchAnswer("not json", {r}, &e).message(), HasSubstr("not a JSON object"));
   EXPECT_THAT(ParseSketchAnswer(
                   R"({"status":"error","errorType":"bad_data","error":"parse error"})", {r}, &e)
@@ -618,7 +804,7 @@ TEST(PrometheusOutcomes, RefusesErrorsAndMalformedAnswers) {
 }
 
 TEST(PrometheusOutcomes, HaltRecordsUnderThePolicyAndTheEarliestFrom) {
-  const std::vector<EvidenceRequest> requests = {{kCanaryKey, "6e085f236a23", 60s}};
+  const std::vector<EvidenceRequest> requests = {{kCanaryKey, "6e085f236a23", 60s, true, {}}};
   auto record = [](const std::string& policy, const std::string& value) {
     return R"({"metric":{"component":"aksNodeController","rollout":"canary",)"
            R"("since":"2026-12-04T00:00:00Z","policy":")" +

@@ -155,6 +155,27 @@ TEST(RolloutToolsTest, PlanAndSimulateSayWhichRolloutsCanHaltThemselves) {
   EXPECT_EQ(AutoHaltNote(*Load(dir, kAks)), "");
 }
 
+TEST(RolloutToolsTest, PlanAndSimulateShowTheGates) {
+  TempDir dir("rollout-tools");
+  json file = ExampleFile(kRollout);
+  json& steps = file["rollouts"][0]["steps"];
+  ASSERT_GE(steps.size(), 2u);
+  steps[1]["gate"] = {{"min_nodes", 50}, {"max_failure_percent", 2}, {"bake", "1h"}};
+  dir.Write("aksNodeController.json", file.dump(2));
+  auto config = Load(dir, kAks);
+  json plan = Plan(*config, "vm", kSub, kEast, "2026-12-04T01:00:00Z");
+  const json& gates = plan["rollouts"][0]["gates"];
+  ASSERT_EQ(gates.size(), 1u);
+  EXPECT_EQ(gates[0]["step"], 1);
+  EXPECT_EQ(gates[0]["min_nodes"], 50);
+  EXPECT_EQ(gates[0]["max_failure_percent"], 2);
+  EXPECT_EQ(gates[0]["bake"], "1h");
+  EXPECT_THAT(gates[0]["note"].get<std::string>(), HasSubstr("GET /rollouts"));
+  EXPECT_THAT(AutoHaltNote(*config),
+              HasSubstr("wait on their nodes' evidence (gate): " + std::string(kRollout) +
+                        " step 1 (at " + steps[1]["at"].get<std::string>() + ")"));
+}
+
 TEST(RolloutToolsTest, PlanNamesTheMatchFieldThatFailed) {
   TempDir dir("rollout-tools");
   json file = ExampleFile(kRollout);
