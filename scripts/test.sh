@@ -67,7 +67,8 @@ if [[ -z ${SKIP_TSAN:-} ]]; then
     service_access_log_test service_rollout_unit_test service_component_file_test
     service_h2_session_test service_memory_budget_test service_proxy_protocol_test
     service_transport_events_test service_rollout_edit_test service_rollout_tools_test
-    service_server_certificates_test service_certificate_folder_test service_report_test)
+    service_server_certificates_test service_certificate_folder_test service_report_test
+    node_sketch_test)
   for f in tests/service/*_test.cc tests/service/*/*_test.cc; do
     f=$(basename "$f" .cc)
     [[ " ${single_threaded[*]} " == *" $f "* ]] || tsan_targets+=("$f")

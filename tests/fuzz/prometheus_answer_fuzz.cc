@@ -1,5 +1,5 @@
-// The automatic halt's evidence as Prometheus' HTTP API answers it (ParseSketchAnswer,
-// ParseHaltRecords, ParseEvidenceFrom, ParseKnownRollouts in
+// The automatic halt's and the gates' evidence as Prometheus' HTTP API answers it
+// (ParseSketchAnswer, ParseHaltRecords, ParseEvidenceFrom, ParseGateRecords, ParseKnownRollouts in
 // src/service/ops/prometheus_outcomes.cc) and the node sketches it carries (NodeSketch::AddGauge,
 // src/service/rollout/node_sketch.cc). Prometheus is the operator's, but its answers hold what
 // every scrape target under the selector exported, and arrive over the network.
@@ -12,7 +12,8 @@
 //   (a count under 257) whenever the reporting set is;
 // - a parse is idempotent: parsing the same answer again into the result changes nothing
 //   (a union), so two Prometheus servers answering alike cannot double a count;
-// - a halt record or `from` read back is a time within [0, 2^40] s.
+// - a halt record or `from` read back is a time within [0, 2^40] s;
+// - gate records are kept only for the rollout and gate label asked about (ParseGateRecords).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -55,6 +56,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   OutcomeEvidence from;
   if (ParseEvidenceFrom(body, requests, &from).ok()) {
     for (const auto& [k, read] : from.rollouts) FUZZ_CHECK(k == key);
+  }
+  // Gate records: only the rollout and gate asked about, a step of at most two digits.
+  std::vector<EvidenceRequest> gated = requests;
+  gated[0].gate_records = {"0123456789ab"};
+  for (bool open : {true, false}) {
+    OutcomeEvidence gates;
+    if (ParseGateRecords(body, gated, open, &gates).ok()) {
+      for (const auto& [k, rec] : gates.gates) {
+        FUZZ_CHECK(k.component == key.component && k.rollout == key.rollout);
+        FUZZ_CHECK(k.gate == "0123456789ab" && k.step < 100);
+        FUZZ_CHECK((open ? rec.open_at : rec.started_at).has_value());
+        FUZZ_CHECK(!(open ? rec.started_at : rec.open_at).has_value());
+      }
+    }
   }
   OutcomeEvidence known;
   static_cast<void>(ParseKnownRollouts(body, &known));
