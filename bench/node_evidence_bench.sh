@@ -8,8 +8,9 @@
 #
 # Per wave: the service's CPU per report against its CPU per GetComponentConfig (the
 # reference, a round of checks measured in the same run), once every replica counts the wave;
-# then, over a window, one evaluation's wall time and its thread's CPU (the mean over the
-# replicas), Prometheus' CPU per second, the lp_rollout_node_sketch series Prometheus holds per
+# then, once the wave has left the read window (a minute and three intervals), over a window,
+# one quiet evaluation's wall time and its thread's CPU (the mean over the replicas),
+# Prometheus' CPU per second, the lp_rollout_node_sketch series Prometheus holds per
 # rollout (every replica's), the bytes of one replica's /metrics, and the processes' RSS.
 #
 #   bench/node_evidence_bench.sh [--waves "1000 10000 100000"] [--replicas 3] [--window 30]
@@ -197,7 +198,11 @@ for wave in $waves; do
     sleep 1
   done
   ((ok)) || die "after wave $wave the replicas count ${counted[*]}"
-  log "every replica counts ${counted[*]}; watching ${window} s of evaluations"
+  # Quiet: once no sketch changed within the short reads' window (the interval since the last
+  # read, plus a minute and an interval for late scrapes), a read returns only what changed.
+  quiet=$((60 + 3 * interval))
+  log "every replica counts ${counted[*]}; ${quiet} s for the wave to leave the read window, then ${window} s of evaluations"
+  sleep "$quiet"
   declare -a e0 s0 t0
   for ((i = 0; i < replicas; i++)); do
     e0[i]=$(sum_metric "$i" lp_auto_halt_evaluations_total)

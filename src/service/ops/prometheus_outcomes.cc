@@ -99,21 +99,17 @@ class PrometheusOutcomeSource final : public OutcomeSource {
   PrometheusOutcomeSource(std::unique_ptr<PrometheusClient> client, std::string selector)
       : client_(std::move(client)), selector_(std::move(selector)) {}
 
-  // lp_rollout_node_sketch under the selector: of one rollout's window, or of every one.
-  std::string SketchSelector(const EvidenceRequest* r) const {
-    std::string s = std::string(kMetricRolloutNodeSketch) + "{" + selector_;
-    if (r != nullptr) {
-      s += ",component=" + Quoted(r->key.component) + ",rollout=" + Quoted(r->key.rollout) +
-           ",since=" + Quoted(FormatRolloutTime(r->key.since));
-    }
-    return s + "}";
+  // lp_rollout_node_sketch under the selector, of one rollout's window.
+  std::string SketchSelector(const EvidenceRequest& r) const {
+    return std::string(kMetricRolloutNodeSketch) + "{" + selector_ +
+           ",component=" + Quoted(r.key.component) + ",rollout=" + Quoted(r.key.rollout) +
+           ",since=" + Quoted(FormatRolloutTime(r.key.since)) + "}";
   }
 
   // The sketches `s` selects: every series exported within r.lookback (r.full), or only those
-  // whose value changed within it; kept for `keep` (default: r alone).
+  // whose value changed within it.
   Status ReadSketches(const EvidenceRequest& r, const std::string& s, const std::string& time,
-                      OutcomeEvidence* evidence,
-                      const std::vector<EvidenceRequest>* keep = nullptr) {
+                      OutcomeEvidence* evidence) {
     std::string query;
     if (r.full) {
       query = "last_over_time(" + s + Lookback(r.lookback) + ")";
@@ -124,8 +120,7 @@ class PrometheusOutcomeSource final : public OutcomeSource {
     }
     StatusOr<std::string> body = client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);
     if (!body.ok()) return body.status();
-    return ParseSketchAnswer(*body, keep != nullptr ? *keep : std::vector<EvidenceRequest>{r},
-                             evidence);
+    return ParseSketchAnswer(*body, {r}, evidence);
   }
 
   StatusOr<OutcomeEvidence> Fetch(const std::vector<EvidenceRequest>& requests,
@@ -133,37 +128,14 @@ class PrometheusOutcomeSource final : public OutcomeSource {
     OutcomeEvidence evidence;
     const std::string time = "&time=" + std::to_string(now.time_since_epoch().count());
     std::chrono::seconds longest{60};
-    // The rollouts read only for what changed: first in one query for all of them, which is
-    // small while the fleet is quiet; when that answer is over the cap (many rollouts changing
-    // at once), one query each, each at most every replica's sketches of one rollout.
-    std::vector<EvidenceRequest> changed;
-    std::chrono::seconds changed_within{0};
+    // One query per rollout: an answer is at most every replica's sketches of one rollout,
+    // under the cap however many rollouts change at once, and each query's selector is
+    // narrow (one query over every rollout's series cost Prometheus twice the CPU:
+    // docs/BENCHMARKS.md, "Service: counting nodes").
     for (const EvidenceRequest& r : requests) {
       longest = std::max(longest, r.lookback);
       evidence.rollouts[r.key];  // asked about: present even when nothing was exported
-      if (r.full) {
-        if (Status st = ReadSketches(r, SketchSelector(&r), time, &evidence); !st.ok()) return st;
-      } else {
-        changed.push_back(r);
-        changed_within = std::max(changed_within, r.lookback);
-      }
-    }
-    if (!changed.empty()) {
-      EvidenceRequest all = changed.front();
-      all.lookback = changed_within;
-      OutcomeEvidence together;
-      Status st = ReadSketches(all, SketchSelector(nullptr), time, &together, &changed);
-      if (st.ok()) {
-        for (auto& [key, read] : together.rollouts) evidence.rollouts[key].sets.Merge(read.sets);
-      } else if (st.message().find("exceeds") != std::string::npos) {
-        for (const EvidenceRequest& r : changed) {
-          if (Status one = ReadSketches(r, SketchSelector(&r), time, &evidence); !one.ok()) {
-            return one;
-          }
-        }
-      } else {
-        return st;
-      }
+      if (Status st = ReadSketches(r, SketchSelector(r), time, &evidence); !st.ok()) return st;
     }
     auto instant = [&](const std::string& query) {
       return client_->Get("/api/v1/query?query=" + QueryEscape(query) + time);

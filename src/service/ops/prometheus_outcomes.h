@@ -7,9 +7,8 @@
 //
 //   per rollout read in full (its first read, then every ten minutes):
 //                 last_over_time(lp_rollout_node_sketch{SEL,component=..,rollout=..,since=..}[L])
-//   the other rollouts, the series that changed within W (since the last good read), in one
-//   query for all (one per rollout when that answer is over the cap):
-//                 (S != S offset W) or (S unless S offset W), S = lp_rollout_node_sketch{SEL}
+//   per other rollout, the series that changed within W (since the last good read):
+//                 (S != S offset W) or (S unless S offset W), S the selector above
 //   once          last_over_time(lp_rollout_halt_record{SEL}[L])
 //   once          last_over_time(lp_rollout_evidence_from{SEL}[L])
 //   once          group by (component, rollout) (lp_rollout_applied_total{SEL})
