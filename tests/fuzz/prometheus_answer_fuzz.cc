@@ -60,14 +60,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Gate records: only the rollout and gate asked about, a step of at most two digits.
   std::vector<EvidenceRequest> gated = requests;
   gated[0].gate_records = {"0123456789ab"};
-  for (bool open : {true, false}) {
+  for (GateRecordKind kind :
+       {GateRecordKind::kOpen, GateRecordKind::kStart, GateRecordKind::kClosed}) {
     OutcomeEvidence gates;
-    if (ParseGateRecords(body, gated, open, &gates).ok()) {
+    if (ParseGateRecords(body, gated, kind, &gates).ok()) {
       for (const auto& [k, rec] : gates.gates) {
         FUZZ_CHECK(k.component == key.component && k.rollout == key.rollout);
         FUZZ_CHECK(k.gate == "0123456789ab" && k.step < 100);
-        FUZZ_CHECK((open ? rec.open_at : rec.started_at).has_value());
-        FUZZ_CHECK(!(open ? rec.started_at : rec.open_at).has_value());
+        FUZZ_CHECK(rec.opens.size() <= 64);
+        FUZZ_CHECK((kind == GateRecordKind::kOpen) == !rec.opens.empty());
+        FUZZ_CHECK((kind == GateRecordKind::kStart) == rec.started_at.has_value());
+        FUZZ_CHECK((kind == GateRecordKind::kClosed) == rec.closed_at.has_value());
       }
     }
   }

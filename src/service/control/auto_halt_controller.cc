@@ -369,7 +369,8 @@ void AutoHaltController::ApplyGates(const std::map<RolloutKey, GateWanted>& want
     st.signal_ok = true;
     st.signal_error.clear();
     st.evaluated_at = now;
-    // Records any replica exported: the earliest open and start of each gate carried.
+    // Records any replica exported: each gate's start (the earliest), its last close (the
+    // latest) and its opens after that close (the earliest).
     for (size_t k = 1; k < rollout.steps.size(); ++k) {
       if (!rollout.steps[k].gate) continue;
       auto rec = evidence->gates.find({key.component, key.rollout, k, GateLabel(rollout, k)});
@@ -377,14 +378,21 @@ void AutoHaltController::ApplyGates(const std::map<RolloutKey, GateWanted>& want
       auto g = std::find_if(st.gates.begin(), st.gates.end(),
                             [&](const GateState& x) { return x.step == k; });
       if (g == st.gates.end()) {
-        st.gates.push_back({k, GateLabel(rollout, k), {}, {}, {}, {}, ""});
+        st.gates.push_back({k, GateLabel(rollout, k), {}, {}, {}, {}, {}, ""});
         g = st.gates.end() - 1;
       }
-      auto earliest = [](std::optional<RolloutTime>& mine, const std::optional<RolloutTime>& read) {
-        if (read && (!mine || *read < *mine)) mine = read;
+      auto earliest = [](std::optional<RolloutTime>& mine, RolloutTime read) {
+        if (!mine || read < *mine) mine = read;
       };
-      earliest(g->open_at, rec->second.open_at);
-      earliest(g->started_at, rec->second.started_at);
+      if (rec->second.started_at) earliest(g->started_at, *rec->second.started_at);
+      if (rec->second.closed_at && (!g->closed_at || *rec->second.closed_at > *g->closed_at)) {
+        g->closed_at = rec->second.closed_at;
+      }
+      // An open counts only after the latest close any replica saw: the bake restarts then.
+      for (RolloutTime open : rec->second.opens) {
+        if (!g->closed_at || open > *g->closed_at) earliest(g->open_at, open);
+      }
+      if (g->open_at && g->closed_at && *g->open_at <= *g->closed_at) g->open_at.reset();
     }
     std::sort(st.gates.begin(), st.gates.end(),
               [](const GateState& a, const GateState& b) { return a.step < b.step; });
@@ -400,7 +408,7 @@ void AutoHaltController::ApplyGates(const std::map<RolloutKey, GateWanted>& want
       auto g = std::find_if(st.gates.begin(), st.gates.end(),
                             [&](const GateState& x) { return x.step == k; });
       if (g == st.gates.end()) {
-        st.gates.push_back({k, GateLabel(rollout, k), {}, {}, {}, {}, ""});
+        st.gates.push_back({k, GateLabel(rollout, k), {}, {}, {}, {}, {}, ""});
         g = st.gates.end() - 1;
       }
       if (!g->started_at) {
@@ -408,7 +416,13 @@ void AutoHaltController::ApplyGates(const std::map<RolloutKey, GateWanted>& want
         g->tally = sets.Tally();
         const bool holds = GateHolds(gate, g->tally);
         g->missing = GateMissing(gate, g->tally);
-        if (holds && !g->open_at) g->open_at = now;
+        // Satisfied for the whole bake: a replica that sees it fail after it opened closes it
+        // for every replica (lp_rollout_gate_closed, the latest wins), and it opens again.
+        if (!holds && g->open_at) {
+          g->closed_at = now;
+          g->open_at.reset();
+        }
+        if (holds && !g->open_at && (!g->closed_at || now > *g->closed_at)) g->open_at = now;
         if (g->open_at) {
           const RolloutTime due = std::max(rollout.steps[k].at, *g->open_at + gate.bake);
           if (holds && now >= due) {

@@ -67,8 +67,9 @@ struct GateKey {
   auto operator<=>(const GateKey&) const = default;
 };
 struct GateRecords {
-  std::optional<RolloutTime> open_at;     // lp_rollout_gate_open
-  std::optional<RolloutTime> started_at;  // lp_rollout_step_start
+  std::vector<RolloutTime> opens;         // lp_rollout_gate_open, each replica's
+  std::optional<RolloutTime> started_at;  // lp_rollout_step_start, the earliest
+  std::optional<RolloutTime> closed_at;   // lp_rollout_gate_closed, the latest
 };
 
 // What one read of the evidence found, for every rollout asked about.
@@ -111,10 +112,13 @@ struct AutoHaltState {
 // A gated step as the controller last judged it (docs/ROLLOUTS.md, "Advancing on evidence").
 struct GateState {
   size_t step = 0;
-  std::string label;                   // GateLabel: a changed gate is judged afresh
-  RolloutTime window_since;            // when the step before it began: its nodes count from here
-  OutcomeTally tally;                  // those nodes at the last good evaluation
-  std::optional<RolloutTime> open_at;  // first seen satisfied (the earliest any replica saw)
+  std::string label;         // GateLabel: a changed gate is judged afresh
+  RolloutTime window_since;  // when the step before it began: its nodes count from here
+  OutcomeTally tally;        // those nodes at the last good evaluation
+  // First seen satisfied since it last failed (the earliest any replica saw after the latest
+  // closed_at): the bake counts from here.
+  std::optional<RolloutTime> open_at;
+  std::optional<RolloutTime> closed_at;   // last seen failing after it had opened (the latest)
   std::optional<RolloutTime> started_at;  // max(at, open_at + bake): the step's start
   std::string missing;                    // GateMissing at the last good evaluation
 };

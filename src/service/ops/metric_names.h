@@ -38,6 +38,7 @@ inline constexpr char kMetricRolloutEvidenceTruncated[] = "lp_rollout_evidence_t
 inline constexpr char kMetricRolloutNodes[] = "lp_rollout_nodes";
 inline constexpr char kMetricRolloutGateOpen[] = "lp_rollout_gate_open";
 inline constexpr char kMetricRolloutStepStart[] = "lp_rollout_step_start";
+inline constexpr char kMetricRolloutGateClosed[] = "lp_rollout_gate_closed";
 inline constexpr char kMetricRolloutAutoHaltSignal[] = "lp_rollout_auto_halt_signal_ok";
 inline constexpr char kMetricAutoHaltEvaluations[] = "lp_auto_halt_evaluations_total";
 inline constexpr char kMetricAutoHaltSeconds[] = "lp_auto_halt_evaluation_seconds_total";

@@ -152,12 +152,12 @@ class PrometheusOutcomeSource final : public OutcomeSource {
     if (Status st = ParseEvidenceFrom(*from, requests, &evidence); !st.ok()) return st;
     if (std::any_of(requests.begin(), requests.end(),
                     [](const EvidenceRequest& r) { return !r.gate_records.empty(); })) {
-      for (const char* metric : {kMetricRolloutGateOpen, kMetricRolloutStepStart}) {
-        StatusOr<std::string> body = instant("last_over_time(" + std::string(metric) + "{" +
-                                             selector_ + "}" + Lookback(longest) + ")");
+      for (GateRecordKind kind :
+           {GateRecordKind::kOpen, GateRecordKind::kStart, GateRecordKind::kClosed}) {
+        StatusOr<std::string> body = instant("last_over_time(" + std::string(GateMetric(kind)) +
+                                             "{" + selector_ + "}" + Lookback(longest) + ")");
         if (!body.ok()) return body.status();
-        const bool open = std::string_view(metric) == kMetricRolloutGateOpen;
-        if (Status st = ParseGateRecords(*body, requests, open, &evidence); !st.ok()) return st;
+        if (Status st = ParseGateRecords(*body, requests, kind, &evidence); !st.ok()) return st;
       }
     }
     StatusOr<std::string> known =
@@ -237,8 +237,20 @@ Status ParseEvidenceFrom(std::string_view body, const std::vector<EvidenceReques
   return Status::Ok();
 }
 
+const char* GateMetric(GateRecordKind kind) {
+  switch (kind) {
+    case GateRecordKind::kOpen:
+      return kMetricRolloutGateOpen;
+    case GateRecordKind::kStart:
+      return kMetricRolloutStepStart;
+    case GateRecordKind::kClosed:
+      return kMetricRolloutGateClosed;
+  }
+  return kMetricRolloutGateOpen;
+}
+
 Status ParseGateRecords(std::string_view body, const std::vector<EvidenceRequest>& requests,
-                        bool open, OutcomeEvidence* evidence) {
+                        GateRecordKind kind, OutcomeEvidence* evidence) {
   auto wanted = [&](const json& series) {
     std::optional<std::string> component = Label(series, "component");
     std::optional<std::string> rollout = Label(series, "rollout");
@@ -264,8 +276,17 @@ Status ParseGateRecords(std::string_view body, const std::vector<EvidenceRequest
     index = std::stoul(*step);
     GateRecords& rec = evidence->gates[{*Label(series, "component"), *Label(series, "rollout"),
                                         index, *Label(series, "gate")}];
-    std::optional<RolloutTime>& slot = open ? rec.open_at : rec.started_at;
-    if (!slot || *at < *slot) slot = at;
+    switch (kind) {
+      case GateRecordKind::kOpen:
+        if (rec.opens.size() < 64) rec.opens.push_back(*at);  // a few per replica at most
+        break;
+      case GateRecordKind::kStart:
+        if (!rec.started_at || *at < *rec.started_at) rec.started_at = at;
+        break;
+      case GateRecordKind::kClosed:
+        if (!rec.closed_at || *at > *rec.closed_at) rec.closed_at = at;
+        break;
+    }
   }
   return Status::Ok();
 }

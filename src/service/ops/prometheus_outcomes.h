@@ -12,7 +12,8 @@
 //   once          last_over_time(lp_rollout_halt_record{SEL}[L])
 //   once          last_over_time(lp_rollout_evidence_from{SEL}[L])
 //   once          group by (component, rollout) (lp_rollout_applied_total{SEL})
-//   with gates    last_over_time(lp_rollout_gate_open{SEL}[L]), lp_rollout_step_start likewise
+//   with gates    last_over_time(lp_rollout_gate_open{SEL}[L]), lp_rollout_step_start and
+//                 lp_rollout_gate_closed likewise
 //
 // L is the request's lookback: long on a rollout's first read (--evidence-lookback), a few
 // minutes on a periodic full read. Every series read is merged as a union (sketches) or a minimum
@@ -50,9 +51,12 @@ Status ParseHaltRecords(std::string_view body, const std::vector<EvidenceRequest
 Status ParseEvidenceFrom(std::string_view body, const std::vector<EvidenceRequest>& requests,
                          OutcomeEvidence* evidence);
 Status ParseKnownRollouts(std::string_view body, OutcomeEvidence* evidence);
-// lp_rollout_gate_open (open) or lp_rollout_step_start: the earliest of each gate a request
-// names in gate_records.
+// A gate's records: lp_rollout_gate_open (every replica's, at most 64), lp_rollout_step_start
+// (the earliest), lp_rollout_gate_closed (the latest), of each gate a request names in
+// gate_records.
+enum class GateRecordKind { kOpen, kStart, kClosed };
+const char* GateMetric(GateRecordKind kind);
 Status ParseGateRecords(std::string_view body, const std::vector<EvidenceRequest>& requests,
-                        bool open, OutcomeEvidence* evidence);
+                        GateRecordKind kind, OutcomeEvidence* evidence);
 
 }  // namespace hotfix::service

@@ -109,6 +109,10 @@ void AddEvidenceFamilies(const AutoHaltController& controller,
   auto start = Family(kMetricRolloutStepStart,
                       "Unix time a gated step started on its evidence: max(at, open + bake)",
                       MetricType::Gauge);
+  auto closed = Family(kMetricRolloutGateClosed,
+                       "Unix time a gated step's evidence last failed its gate after it had "
+                       "opened, as the latest replica saw it: its bake restarts",
+                       MetricType::Gauge);
   for (const auto& [key, gates] : controller.Gates()) {
     for (const GateState& g : gates.gates) {
       std::vector<prometheus::ClientMetric::Label> labels = {{"component", key.component},
@@ -121,9 +125,12 @@ void AddEvidenceFamilies(const AutoHaltController& controller,
       if (g.started_at) {
         AddValue(&start, static_cast<double>(g.started_at->time_since_epoch().count()), labels);
       }
+      if (g.closed_at) {
+        AddValue(&closed, static_cast<double>(g.closed_at->time_since_epoch().count()), labels);
+      }
     }
   }
-  for (auto* family : {&sketch, &from, &record, &truncated, &nodes, &open, &start}) {
+  for (auto* family : {&sketch, &from, &record, &truncated, &nodes, &open, &start, &closed}) {
     out->push_back(std::move(*family));
   }
 }

@@ -688,6 +688,40 @@ TEST_F(GateTest, OpensOnEvidenceBakesThenStartsAtADeterministicTime) {
   EXPECT_EQ(PercentNow(*c), 10000u);
 }
 
+TEST_F(GateTest, AFailureDuringTheBakeClosesItAndTheBakeStartsAgain) {
+  auto c = Make(&source);
+  now = T("2026-12-04T00:30:00Z");
+  Window(Nodes(1, 3, 3));  // 1 of 3 failed: open
+  c->EvaluateNow();
+  ASSERT_EQ(c->Gates().at({kAks, "canary"}).gates.at(0).open_at, T("2026-12-04T00:30:00Z"));
+  now = T("2026-12-04T00:45:00Z");
+  Window(Nodes(1, 5, 3));  // 3 of 5 failed: 60 % > 40 %, closed
+  c->EvaluateNow();
+  GatesState g = c->Gates().at({kAks, "canary"});
+  EXPECT_FALSE(g.gates.at(0).open_at.has_value());
+  EXPECT_EQ(g.gates.at(0).closed_at, T("2026-12-04T00:45:00Z"));
+  now = T("2026-12-04T01:00:00Z");
+  Window(Nodes(1, 20, 19));  // nodes only add up: 5 of 20 failed (25 %), open again
+  c->EvaluateNow();
+  now = T("2026-12-04T01:30:00Z");  // the first open's bake would have ended here
+  c->EvaluateNow();
+  EXPECT_EQ(PercentNow(*c), 1000u);
+  now = T("2026-12-04T02:00:00Z");
+  c->EvaluateNow();
+  EXPECT_EQ(c->Gates().at({kAks, "canary"}).gates.at(0).started_at, T("2026-12-04T02:00:00Z"));
+  // Another replica's open before a close it reads is not an open.
+  NodeEvidence fresh;
+  auto other = Make(&source, &fresh);
+  GateRecords records;
+  records.opens = {T("2026-12-04T00:30:00Z")};
+  records.closed_at = T("2026-12-04T00:45:00Z");
+  now = T("2026-12-04T01:50:00Z");
+  Window(Nodes(1, 10, 8), records);
+  other->EvaluateNow();
+  EXPECT_EQ(other->Gates().at({kAks, "canary"}).gates.at(0).open_at, now);  // its own, new
+  EXPECT_EQ(ThresholdAt(Canary(*other), now), 1000u);
+}
+
 TEST_F(GateTest, ABadShareKeepsItWaiting) {
   auto c = Make(&source);
   now = T("2026-12-04T03:00:00Z");
@@ -702,7 +736,8 @@ TEST_F(GateTest, ARestartedReplicaTakesTheStartBackAndTheEarliestOpenWins) {
   auto first = Make(&source);
   now = T("2026-12-04T02:30:00Z");
   GateRecords records;
-  records.open_at = T("2026-12-04T00:10:00Z");     // another replica saw it open first
+  records.opens = {T("2026-12-04T00:20:00Z"),      // this replica's own, say
+                   T("2026-12-04T00:10:00Z")};     // another replica saw it open first
   records.started_at = T("2026-12-04T01:10:00Z");  // and started it
   Window(Nodes(1, 3), records);
   first->EvaluateNow();
