@@ -92,7 +92,13 @@ const EvidenceRequest* RequestOf(const json& series, const std::vector<EvidenceR
   return nullptr;
 }
 
-std::string Lookback(std::chrono::seconds s) { return "[" + std::to_string(s.count()) + "s]"; }
+// Built by appending: GCC 12 at -O2 warns falsely (a huge memcpy) on "[" + std::to_string(n).
+std::string Lookback(std::chrono::seconds s) {
+  std::string out = "[";
+  out += std::to_string(s.count());
+  out += "s]";
+  return out;
+}
 
 class PrometheusOutcomeSource final : public OutcomeSource {
  public:
