@@ -164,7 +164,14 @@ send() {
 }
 
 log "the reference: $checks GetComponentConfig calls (a new node each)"
-sleep "$interval"
+# Once every replica has judged the rollouts (their first, full read is behind them), so that
+# its cost is in neither the reference nor a wave.
+for ((i = 0; i < replicas; i++)); do
+  for _ in $(seq 600); do
+    (($(sum_metric "$i" lp_auto_halt_evaluations_total | cut -d. -f1) > 0)) && break
+    sleep 0.1
+  done
+done
 c0=$(services_ticks)
 send "$checks" 0 check
 c1=$(services_ticks)

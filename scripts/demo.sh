@@ -338,13 +338,19 @@ cp "$work/etc/components-next/aksNodeController.json" "$work/etc/components/.nex
 mv "$work/etc/components/.next.tmp" "$work/etc/components/aksNodeController.json"
 # The store reloads within a second (inotify, 200 ms debounce): until the service holds it.
 wait_until "the service to load anc-202604.01.4-canary" rollouts_show '"anc-202604.01.4-canary"'
-for node in "$imds_port:$node_vm" "$other_imds_port:$other_vm"; do
-  port=${node%%:*}
-  node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$port}")
-  printf '{"version":"202604.01.2","scripts_version":"202604.01.1"}' >"$pointer"
+# check_node IMDS_PORT VMID POINTER: check-hotfix as that node (its IMDS stand-in), the pointer
+# holding POINTER before; prints what it staged.
+check_node() {
+  local node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$1}")
+  printf '%s' "$3" >"$pointer"
   "$bin/hotfix-agent" "${node_args[@]}" 2>/dev/null
-  echo "node ${node#*:}: $(tr -d '\n' <"$pointer")"
-done
+  echo "node $2: $(tr -d '\n' <"$pointer")"
+}
+check_each_node() {  # POINTER: check_node for both nodes
+  check_node "$imds_port" "$node_vm" "$1"
+  check_node "$other_imds_port" "$other_vm" "$1"
+}
+check_each_node '{"version":"202604.01.2","scripts_version":"202604.01.1"}'
 step "live-patching-service plan: why each node gets what it gets"
 for vm in "$node_vm" "$other_vm"; do
   "$bin/live-patching-service" plan --components-dir "$work/etc/components" \
@@ -377,13 +383,7 @@ mv "$work/etc/components/.next.tmp" "$work/etc/components/aksNodeController.json
 gated_row() { rollouts | grep -E '"(percent|state|missing|open_at|started_at)":' | tr -s ' ' | tr -d '\n'; }
 wait_until "the gate to wait on evidence" rollouts_show '"missing": "0 of 1 reporting nodes"'
 echo "GET /rollouts:$(gated_row)"
-for node in "$imds_port:$node_vm" "$other_imds_port:$other_vm"; do
-  port=${node%%:*}
-  node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$port}")
-  printf '{}' >"$pointer"
-  "$bin/hotfix-agent" "${node_args[@]}" 2>/dev/null
-  echo "node ${node#*:}: $(tr -d '\n' <"$pointer")"
-done
+check_each_node '{}'
 # Node $node_vm provisions with its hotfix binary (a stand-in that exits 0) and says so, as
 # deploy/node/aks-node-controller-hotfix.sh does after provision.
 printf '{}' >"$pointer"
@@ -399,10 +399,7 @@ grep -h '"msg":"reported hotfix outcome to LPS"' "$work/report.log" || true
 wait_until "the gate to open and the step to start on that evidence" rollouts_show '"state": "started"'
 echo "GET /rollouts:$(gated_row)"
 grep -h '"msg":"rollout step started on its evidence"' "$work/lps.log" || true
-node_args=("${args[@]/127.0.0.1:$imds_port/127.0.0.1:$other_imds_port}")
-printf '{}' >"$pointer"
-"$bin/hotfix-agent" "${node_args[@]}" 2>/dev/null
-echo "node $other_vm now: $(tr -d '\n' <"$pointer")"
+check_node "$other_imds_port" "$other_vm now" '{}'
 
 step "a canary that halts itself: 202604.01.5 for both nodes, halting past 40% failed of 2 nodes"
 # Its evidence counts from now (auto_halt.since): nodes, each once, whatever they send.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -153,6 +154,48 @@ int RunCheckHotfix(const CheckHotfixFlags& f, const std::vector<std::string>& ex
   return 0;
 }
 
+// The route a report takes, check-hotfix's: download-hotfix's outcome report and `report`.
+struct ReportRouteFlags {
+  hotfix::node::LpsEndpoint lps = [] {
+    hotfix::node::LpsEndpoint e;
+    e.node_config_path = paths::kNodeConfig;
+    e.nbc_cmd_path = paths::kNbcCmd;
+    return e;
+  }();
+  std::string imds_url = hotfix::node::kDefaultImdsUrl;
+  std::string component = "aksNodeController";
+};
+
+void AddReportRouteFlags(CLI::App& cmd, ReportRouteFlags& f) {
+  cmd.add_option("--node-config", f.lps.node_config_path,
+                 "AKSNodeConfig JSON: apiserver FQDN and CA (for the outcome report)")
+      ->capture_default_str();
+  cmd.add_option("--nbc-cmd", f.lps.nbc_cmd_path,
+                 "CSE command read when the node config is absent (for the outcome report)")
+      ->capture_default_str();
+  cmd.add_option("--imds-url", f.imds_url, "IMDS attested-document URL (never proxied)")
+      ->capture_default_str();
+  cmd.add_option("--connect-to", f.lps.connect_to,
+                 "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
+  cmd.add_option("--server-name", f.lps.server_name,
+                 "Name the service certificate must carry, verified against the cluster CA "
+                 "(default: the apiserver host; before AgentBaker #9351 nodes pinned "
+                 "aks-security-patch.data.mcr.microsoft.com)");
+  cmd.add_option("--component", f.component, "Component whose hotfix outcome is reported")
+      ->capture_default_str();
+}
+
+// IMDS and the report sender over it, which borrows it: built together, alive together.
+struct ReportRoute {
+  ReportRoute(const ReportRouteFlags& f, hotfix::Logger& log) : imds(f.imds_url, log) {
+    hotfix::node::LpsEndpoint lps = f.lps;
+    lps.user_agent = std::string("hotfix-agent/") + kVersion;
+    sender = hotfix::node::NewGrpcHotfixReportSender(lps, imds, log);
+  }
+  hotfix::node::ImdsTokenSource imds;
+  std::unique_ptr<hotfix::node::HotfixReportSender> sender;
+};
+
 struct DownloadHotfixFlags {
   hotfix::node::DownloadHotfixOptions options;
   std::string current_version = kVersion;
@@ -166,15 +209,7 @@ struct DownloadHotfixFlags {
   std::string events_dir = paths::kEventsDir;
   std::string log_file = paths::kLogFile;
   bool dry_run = false;
-  // The outcome report reaches the service as check-hotfix does.
-  hotfix::node::LpsEndpoint lps = [] {
-    hotfix::node::LpsEndpoint e;
-    e.node_config_path = paths::kNodeConfig;
-    e.nbc_cmd_path = paths::kNbcCmd;
-    return e;
-  }();
-  std::string imds_url = hotfix::node::kDefaultImdsUrl;
-  std::string component = "aksNodeController";
+  ReportRouteFlags route;  // the outcome report reaches the service as check-hotfix does
   bool no_report = false;
 };
 
@@ -231,22 +266,7 @@ void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
   cmd.add_flag("--dry-run", f.dry_run,
                "Print the decision and the commands it would run on stdout; run and write nothing");
   AddLogLevelFlag(cmd, f.log_level);
-  cmd.add_option("--node-config", f.lps.node_config_path,
-                 "AKSNodeConfig JSON: apiserver FQDN and CA (for the outcome report)")
-      ->capture_default_str();
-  cmd.add_option("--nbc-cmd", f.lps.nbc_cmd_path,
-                 "CSE command read when the node config is absent (for the outcome report)")
-      ->capture_default_str();
-  cmd.add_option("--imds-url", f.imds_url, "IMDS attested-document URL (never proxied)")
-      ->capture_default_str();
-  cmd.add_option("--connect-to", f.lps.connect_to,
-                 "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
-  cmd.add_option("--server-name", f.lps.server_name,
-                 "Name the service certificate must carry, verified against the cluster CA "
-                 "(default: the apiserver host; before AgentBaker #9351 nodes pinned "
-                 "aks-security-patch.data.mcr.microsoft.com)");
-  cmd.add_option("--component", f.component, "Component whose hotfix outcome is reported")
-      ->capture_default_str();
+  AddReportRouteFlags(cmd, f.route);
   cmd.add_flag("--no-report", f.no_report,
                "Do not report the binary hotfix's outcome to the live-patching service");
 }
@@ -319,17 +339,14 @@ int RunDownloadHotfix(DownloadHotfixFlags& f) {
   auto runner = hotfix::node::NewProcessRunner();
 
   // Fail-open and bounded (3 s, IMDS included): the report never changes the result.
-  hotfix::node::ImdsTokenSource imds(f.imds_url, log);
-  hotfix::node::LpsEndpoint lps = f.lps;
-  lps.user_agent = std::string("hotfix-agent/") + kVersion;
-  auto sender = hotfix::node::NewGrpcHotfixReportSender(lps, imds, log);
+  ReportRoute route(f.route, log);
   hotfix::node::ReportHotfixOptions report;
   report.marker_path = hotfix::node::HotfixReportMarkerPath(o.pointer_path);
-  report.component = f.component;
+  report.component = f.route.component;
   report.enabled = !f.no_report;
   report.cancelled = &g_cancelled;
   auto reporter = [&](const hotfix::node::DownloadHotfixResult& r) {
-    hotfix::node::ReportHotfixOutcome(r, o.current_version, report, *sender, log);
+    hotfix::node::ReportHotfixOutcome(r, o.current_version, report, *route.sender, log);
   };
   auto result =
       hotfix::node::RunDownloadHotfixCommand(o, *runner, lock, f.events_dir, log, reporter);
@@ -346,14 +363,7 @@ struct ReportFlags {
   std::string log_file = paths::kLogFile;
   std::string log_level = "info";
   hotfix::LogLevel min_level = hotfix::LogLevel::kInfo;
-  hotfix::node::LpsEndpoint lps = [] {
-    hotfix::node::LpsEndpoint e;
-    e.node_config_path = paths::kNodeConfig;
-    e.nbc_cmd_path = paths::kNbcCmd;
-    return e;
-  }();
-  std::string imds_url = hotfix::node::kDefaultImdsUrl;
-  std::string component = "aksNodeController";
+  ReportRouteFlags route;
 };
 
 void AddReportFlags(CLI::App& cmd, ReportFlags& f) {
@@ -374,19 +384,7 @@ void AddReportFlags(CLI::App& cmd, ReportFlags& f) {
   cmd.add_option("--log-file", f.log_file, "JSON log lines are appended here and to stderr")
       ->capture_default_str();
   AddLogLevelFlag(cmd, f.log_level);
-  cmd.add_option("--node-config", f.lps.node_config_path,
-                 "AKSNodeConfig JSON: apiserver FQDN and CA")
-      ->capture_default_str();
-  cmd.add_option("--nbc-cmd", f.lps.nbc_cmd_path, "CSE command read when the node config is absent")
-      ->capture_default_str();
-  cmd.add_option("--imds-url", f.imds_url, "IMDS attested-document URL (never proxied)")
-      ->capture_default_str();
-  cmd.add_option("--connect-to", f.lps.connect_to,
-                 "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
-  cmd.add_option("--server-name", f.lps.server_name,
-                 "Name the service certificate must carry (default: the apiserver host)");
-  cmd.add_option("--component", f.component, "Component whose outcome is reported")
-      ->capture_default_str();
+  AddReportRouteFlags(cmd, f.route);
 }
 
 // Fail-open: 0 whatever happens to the report (its log line says), 2 only for a usage error.
@@ -395,20 +393,17 @@ int RunReport(const ReportFlags& f) {
   log.set_min_level(f.min_level);
   hotfix::Status st = log.OpenFile(f.log_file);
   if (!st.ok()) log.Warn("could not open log file; logging to stderr only", {{"error", st}});
-  hotfix::node::ImdsTokenSource imds(f.imds_url, log);
-  hotfix::node::LpsEndpoint lps = f.lps;
-  lps.user_agent = std::string("hotfix-agent/") + kVersion;
-  auto sender = hotfix::node::NewGrpcHotfixReportSender(lps, imds, log);
+  ReportRoute route(f.route, log);
   hotfix::node::ReportHotfixOptions options;
   options.marker_path = hotfix::node::ProvisionReportMarkerPath(f.pointer);
-  options.component = f.component;
+  options.component = f.route.component;
   hotfix::node::ProvisionReportInput input;
   input.pointer_path = f.pointer;
   input.current_version = f.current_version;
   input.hotfix_binary = f.hotfix_binary;
   input.succeeded = f.outcome == "succeeded";
   input.detail = f.detail;
-  hotfix::node::RunReportCommand(input, options, *sender, log);
+  hotfix::node::RunReportCommand(input, options, *route.sender, log);
   return 0;
 }
 

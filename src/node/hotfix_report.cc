@@ -230,13 +230,12 @@ ReportStatus ReportHotfixOutcome(const DownloadHotfixResult& result,
   return SendHotfixReport(*report, options, sender, log);
 }
 
-ReportStatus SendHotfixReport(const HotfixReport& hotfix_report, const ReportHotfixOptions& options,
+ReportStatus SendHotfixReport(const HotfixReport& report, const ReportHotfixOptions& options,
                               HotfixReportSender& sender, Logger& log) {
   const Clock::time_point start = Clock::now();
   const Deadline deadline = Deadline::After(options.budget);
-  const HotfixReport* report = &hotfix_report;
-  const MarkerKey key{report->base_version, report->hotfix_version,
-                      ReportOutcomeName(report->outcome)};
+  const MarkerKey key{report.base_version, report.hotfix_version,
+                      ReportOutcomeName(report.outcome)};
   if (!options.enabled) {
     log.Info("hotfix outcome not reported to LPS (--no-report)",
              {{"version", key.version}, {"outcome", key.outcome}});
@@ -257,11 +256,11 @@ ReportStatus SendHotfixReport(const HotfixReport& hotfix_report, const ReportHot
     return ReportStatus::kAlreadyReported;
   }
 
-  Status sent = sender.Send(*report, deadline);
+  Status sent = sender.Send(report, deadline);
   if (!sent.ok()) {
     // The marker stays as it was: the next run sends again.
     log.Warn("failed to report hotfix outcome to LPS (fail-open)",
-             {{"component", report->component},
+             {{"component", report.component},
               {"base", key.base},
               {"version", key.version},
               {"outcome", key.outcome},
@@ -273,7 +272,7 @@ ReportStatus SendHotfixReport(const HotfixReport& hotfix_report, const ReportHot
   if (!recorded.ok()) {
     log.Warn(
         "reported hotfix outcome to LPS but could not record it; the next run reports it again",
-        {{"component", report->component},
+        {{"component", report.component},
          {"base", key.base},
          {"version", key.version},
          {"outcome", key.outcome},
@@ -282,7 +281,7 @@ ReportStatus SendHotfixReport(const HotfixReport& hotfix_report, const ReportHot
          {"durationMs", MillisSince(start)}});
     return ReportStatus::kSent;
   }
-  log.Info("reported hotfix outcome to LPS", {{"component", report->component},
+  log.Info("reported hotfix outcome to LPS", {{"component", report.component},
                                               {"base", key.base},
                                               {"version", key.version},
                                               {"outcome", key.outcome},

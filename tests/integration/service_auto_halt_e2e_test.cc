@@ -211,8 +211,9 @@ class AutoHaltE2eTest : public ::testing::Test {
   // One node's whole provisioning: check-hotfix stages what the service serves it, then
   // download-hotfix installs it with apt-get (a stand-in that fails when `fail`) and reports.
   // Returns the version the pointer named.
-  std::string NodeBoots(int n, bool fail) {
-    TempDir node("auto-halt-node");
+  // A scratch Ubuntu node's folders and files: the node config for this cluster, os-release,
+  // the Microsoft apt source, and the folders the commands write to.
+  void WriteNodeFiles(const TempDir& node) const {
     for (const char* d : {"opt", "usr/bin", "etc/apt/sources.list.d", "events", "fakebin"}) {
       fs::create_directories(node.File(d));
     }
@@ -221,6 +222,19 @@ class AutoHaltE2eTest : public ::testing::Test {
     node.Write("etc/os-release", "NAME=\"Ubuntu\"\nID=ubuntu\n");
     node.Write("etc/apt/sources.list.d/microsoft-prod.list",
                "deb [arch=amd64] https://packages.microsoft.com/ubuntu/22.04/prod jammy main\n");
+  }
+  // The IMDS stand-in of node n: its own vmId, this fleet's subscription.
+  std::unique_ptr<ImdsStandin> NodeImds(int n) const {
+    ImdsStandinOptions imds_options;
+    imds_options.signer = files_.signer();
+    imds_options.vm_id = VmId(n);
+    imds_options.subscription_id = kSubscription;
+    return std::make_unique<ImdsStandin>(std::move(imds_options));
+  }
+
+  std::string NodeBoots(int n, bool fail) {
+    TempDir node("auto-halt-node");
+    WriteNodeFiles(node);
     fs::path vhd = node.Write("opt/aks-node-controller", "vhd binary\n");
     node.Write("usr/bin/aks-node-controller", "hotfix binary\n");
     auto tool = [&](const std::string& name, const std::string& body) {
@@ -229,18 +243,13 @@ class AutoHaltE2eTest : public ::testing::Test {
     tool("apt-get", fail ? "echo 'E: Unable to fetch archives' >&2; exit 100\n" : "exit 0\n");
     tool("dpkg", "exit 0\n");
     tool("dpkg-query", std::string("printf 'installed\\t") + kCanaryVersion + "\\n'\n");
-
-    ImdsStandinOptions imds_options;
-    imds_options.signer = files_.signer();
-    imds_options.vm_id = VmId(n);
-    imds_options.subscription_id = kSubscription;
-    ImdsStandin imds(std::move(imds_options));
+    const std::unique_ptr<ImdsStandin> imds = NodeImds(n);
 
     CheckHotfixArgs check;
     check.node_config = node.File("opt/aks-node-controller-config.json");
     check.nbc_cmd = node.File("opt/nbc-cmd.sh");
     check.pointer = node.File("opt/aks-node-controller-hotfix.json");
-    check.imds_url = imds.document_url();
+    check.imds_url = imds->document_url();
     check.connect_to = proxy_->frontend_address();
     check.events_dir = node.File("events");
     check.log_file = node.File("agent.log");
@@ -302,17 +311,10 @@ class AutoHaltE2eTest : public ::testing::Test {
   // report`. Returns the flow's exit code; *log its output.
   int NodeFlow(int n, int provision_exit, std::string* log = nullptr) {
     TempDir node("node-flow");
-    for (const char* d : {"opt", "usr/bin", "etc/apt/sources.list.d", "events", "fakebin"}) {
-      fs::create_directories(node.File(d));
-    }
-    node.Write("opt/aks-node-controller-config.json",
-               NodeConfigJson(kApiserverFqdn, files_.tls_ca().cert_pem()).dump());
+    WriteNodeFiles(node);
     node.Write("opt/enabled_features.sh",
                "# written by the bootstrapper\n"
                "ENABLE_PROVISIONING_HOTFIX=true");  // no newline
-    node.Write("etc/os-release", "NAME=\"Ubuntu\"\nID=ubuntu\n");
-    node.Write("etc/apt/sources.list.d/microsoft-prod.list",
-               "deb [arch=amd64] https://packages.microsoft.com/ubuntu/22.04/prod jammy main\n");
     auto executable = [&](const std::string& path, const std::string& body) {
       fs::permissions(node.Write(path, "#!/bin/sh\n" + body), fs::perms(0755));
     };
@@ -325,12 +327,7 @@ class AutoHaltE2eTest : public ::testing::Test {
     executable("fakebin/dpkg", "exit 0\n");
     executable("fakebin/dpkg-query",
                std::string("printf 'installed\\t") + kCanaryVersion + "\\n'\n");
-
-    ImdsStandinOptions imds_options;
-    imds_options.signer = files_.signer();
-    imds_options.vm_id = VmId(n);
-    imds_options.subscription_id = kSubscription;
-    ImdsStandin imds(std::move(imds_options));
+    const std::unique_ptr<ImdsStandin> imds = NodeImds(n);
 
     SpawnOptions spawn;
     spawn.argv = {"/bin/bash", SourceDir() + "/deploy/node/aks-node-controller-hotfix.sh"};
@@ -342,7 +339,7 @@ class AutoHaltE2eTest : public ::testing::Test {
     spawn.env["NBC_CMD_PATH"] = node.File("opt/aks-node-controller-nbc-cmd.sh");  // absent
     spawn.env["FEATURES_PATH"] = node.File("opt/enabled_features.sh");
     spawn.env["CURRENT_VERSION"] = "202604.01.0";
-    spawn.env["HOTFIX_AGENT_ARGS"] = "--imds-url\n" + imds.document_url() + "\n--connect-to\n" +
+    spawn.env["HOTFIX_AGENT_ARGS"] = "--imds-url\n" + imds->document_url() + "\n--connect-to\n" +
                                      proxy_->frontend_address() + "\n--log-file\n" +
                                      node.File("agent.log").string();
     spawn.env["HOTFIX_CHECK_ARGS"] = "--events-dir\n" + node.File("events").string();

@@ -43,6 +43,19 @@ void ApplyGateStarts(const GatesState& gates, Rollout* out) {
   }
 }
 
+// The state of rollout.steps[k]'s gate in `st`, added (in step order) when it has none yet.
+GateState& GateFor(const Rollout& rollout, size_t k, GatesState* st) {
+  auto at = std::lower_bound(st->gates.begin(), st->gates.end(), k,
+                             [](const GateState& g, size_t step) { return g.step < step; });
+  if (at == st->gates.end() || at->step != k) {
+    GateState added;
+    added.step = k;
+    added.label = GateLabel(rollout, k);
+    at = st->gates.insert(at, std::move(added));
+  }
+  return *at;
+}
+
 }  // namespace
 
 Rollout JudgedRollout(const Rollout& rollout, const AutoHaltState* state, const GatesState* gates) {
@@ -125,15 +138,13 @@ void AutoHaltController::EvaluateNow() {
   for (const auto& [key, policy_since] : wanted) {
     EvidenceKey evidence_key{key.component, key.rollout, policy_since.second};
     keys.insert(evidence_key);
-    requests.push_back(RequestFor(evidence_key, policy_since.first, now));
+    requests.push_back(RequestFor(evidence_key, PolicyLabel(policy_since.first), now));
   }
   const std::map<RolloutKey, GateWanted> gated = WantedGates(files.get(), now);
   for (const auto& [key, want] : gated) {
     EvidenceKey evidence_key{key.component, key.rollout, want.window_since};
-    if (!keys.insert(evidence_key).second) continue;  // the auto_halt's window: read once
-    EvidenceRequest r = RequestFor(evidence_key, AutoHaltPolicy{}, now);
-    r.policy = want.waiting ? GateLabel(*want.rollout, *want.waiting) : "";
-    requests.push_back(std::move(r));
+    if (!keys.insert(evidence_key).second) continue;        // the auto_halt's window: read once
+    requests.push_back(RequestFor(evidence_key, "", now));  // no halt record to read
   }
   // Every gate's records, asked on whichever request reads the rollout.
   for (const auto& [key, want] : gated) {
@@ -236,12 +247,12 @@ void AutoHaltController::Apply(
 // A key is read in full the first time (back as far as --evidence-lookback), every ten
 // minutes (what a missed change would have cost is then healed), and after a read failed for
 // long; otherwise only what changed since the last good read.
-EvidenceRequest AutoHaltController::RequestFor(const EvidenceKey& key, const AutoHaltPolicy& policy,
+EvidenceRequest AutoHaltController::RequestFor(const EvidenceKey& key, std::string policy,
                                                RolloutTime now) {
   constexpr std::chrono::minutes kFullReadEvery{10};
   const std::chrono::seconds margin =
       std::chrono::minutes(1) + std::chrono::ceil<std::chrono::seconds>(options_.interval);
-  EvidenceRequest request{key, PolicyLabel(policy), ShortLookback(), true, {}};
+  EvidenceRequest request{key, std::move(policy), ShortLookback(), true, {}};
   if (!options_.evidence->ReadBack(key)) {
     request.lookback = options_.readback_lookback;
     return request;
@@ -375,12 +386,7 @@ void AutoHaltController::ApplyGates(const std::map<RolloutKey, GateWanted>& want
       if (!rollout.steps[k].gate) continue;
       auto rec = evidence->gates.find({key.component, key.rollout, k, GateLabel(rollout, k)});
       if (rec == evidence->gates.end()) continue;
-      auto g = std::find_if(st.gates.begin(), st.gates.end(),
-                            [&](const GateState& x) { return x.step == k; });
-      if (g == st.gates.end()) {
-        st.gates.push_back({k, GateLabel(rollout, k), {}, {}, {}, {}, {}, ""});
-        g = st.gates.end() - 1;
-      }
+      GateState* g = &GateFor(rollout, k, &st);
       auto earliest = [](std::optional<RolloutTime>& mine, RolloutTime read) {
         if (!mine || read < *mine) mine = read;
       };
@@ -394,8 +400,6 @@ void AutoHaltController::ApplyGates(const std::map<RolloutKey, GateWanted>& want
       }
       if (g->open_at && g->closed_at && *g->open_at <= *g->closed_at) g->open_at.reset();
     }
-    std::sort(st.gates.begin(), st.gates.end(),
-              [](const GateState& a, const GateState& b) { return a.step < b.step; });
     // The window's sets, read back and exported whether or not a gate waits on them.
     const EvidenceKey window{key.component, key.rollout, want.window_since};
     auto read = evidence->rollouts.find(window);
@@ -405,12 +409,7 @@ void AutoHaltController::ApplyGates(const std::map<RolloutKey, GateWanted>& want
     if (want.waiting) {
       const size_t k = *want.waiting;
       const StepGate& gate = *rollout.steps[k].gate;
-      auto g = std::find_if(st.gates.begin(), st.gates.end(),
-                            [&](const GateState& x) { return x.step == k; });
-      if (g == st.gates.end()) {
-        st.gates.push_back({k, GateLabel(rollout, k), {}, {}, {}, {}, {}, ""});
-        g = st.gates.end() - 1;
-      }
+      GateState* g = &GateFor(rollout, k, &st);
       if (!g->started_at) {
         g->window_since = want.window_since;
         g->tally = sets.Tally();

@@ -210,7 +210,8 @@ class AutoHaltController : public ComponentStore {
   void Run();
   std::chrono::seconds ShortLookback() const;
   std::chrono::seconds TruncationGrace() const;
-  EvidenceRequest RequestFor(const EvidenceKey& key, const AutoHaltPolicy& policy, RolloutTime now);
+  // policy: the halt record's label (PolicyLabel), "" for a gate's window.
+  EvidenceRequest RequestFor(const EvidenceKey& key, std::string policy, RolloutTime now);
 
   const ComponentStore* files_;
   AutoHaltControllerOptions options_;

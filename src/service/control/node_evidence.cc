@@ -1,6 +1,7 @@
 #include "service/control/node_evidence.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/text.h"
 
@@ -20,11 +21,15 @@ OutcomeTally NodeSets::Tally() const {
   return tally;
 }
 
-NodeSketch* NodeSets::Named(std::string_view set) {
+const NodeSketch* NodeSets::Named(std::string_view set) const {
   if (set == kNodeSetNames[0]) return &reporting;
   if (set == kNodeSetNames[1]) return &failed;
   if (set == kNodeSetNames[2]) return &failed_subscriptions;
   return nullptr;
+}
+
+NodeSketch* NodeSets::Named(std::string_view set) {
+  return const_cast<NodeSketch*>(std::as_const(*this).Named(set));
 }
 
 NodeEvidence::Reporter NodeEvidence::HashReporter(std::string_view vm_id,

@@ -42,6 +42,7 @@ struct NodeSets {
   OutcomeTally Tally() const;
   // The sketch a `set` label names; null for another name.
   NodeSketch* Named(std::string_view set);
+  const NodeSketch* Named(std::string_view set) const;
   bool operator==(const NodeSets&) const = default;
 };
 inline constexpr const char* kNodeSetNames[] = {"reporting", "failed", "failed_subscriptions"};

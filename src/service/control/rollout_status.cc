@@ -128,11 +128,12 @@ std::vector<RolloutStatusRow> RolloutStatus::Rows(RolloutTime now) const {
 
 namespace {
 
+nlohmann::json TimeOrNull(const std::optional<RolloutTime>& t) {
+  return t ? nlohmann::json(FormatRolloutTime(*t)) : nlohmann::json(nullptr);
+}
+
 // GET /rollouts' `auto_halt` object (docs/ROLLOUTS.md, "Automatic halt").
 nlohmann::json AutoHaltJson(const RolloutStatusRow& row) {
-  auto time_or_null = [](const std::optional<RolloutTime>& t) {
-    return t ? nlohmann::json(FormatRolloutTime(*t)) : nlohmann::json(nullptr);
-  };
   nlohmann::json out;
   const std::optional<AutoHaltState>& st = row.auto_halt_state;
   out["signal"] = st && st->signal_ok ? "ok" : "unavailable";
@@ -148,10 +149,10 @@ nlohmann::json AutoHaltJson(const RolloutStatusRow& row) {
                            100.0)
           : nlohmann::json(nullptr);
   out["since"] = st ? nlohmann::json(FormatRolloutTime(st->since)) : nlohmann::json(nullptr);
-  out["evaluated_at"] = st ? time_or_null(st->evaluated_at) : nullptr;
-  out["halted_at"] = st ? time_or_null(st->halted_at) : nullptr;
+  out["evaluated_at"] = st ? TimeOrNull(st->evaluated_at) : nullptr;
+  out["halted_at"] = st ? TimeOrNull(st->halted_at) : nullptr;
   out["evidence"] = st && st->halted_at ? nlohmann::json(st->evidence) : nlohmann::json(nullptr);
-  out["evidence_from"] = st ? time_or_null(st->evidence_from) : nullptr;
+  out["evidence_from"] = st ? TimeOrNull(st->evidence_from) : nullptr;
   out["truncated"] = st && st->truncated;
   out["attribution"] = EvidenceAttributionName(row.attribution);
   out["attribution_note"] = EvidenceAttributionNote(row.attribution);
@@ -161,9 +162,6 @@ nlohmann::json AutoHaltJson(const RolloutStatusRow& row) {
 // GET /rollouts' `gates` array (docs/ROLLOUTS.md, "Advancing on evidence"): each gated step
 // with its gate, its state, and what it still misses.
 nlohmann::json GatesJson(const RolloutStatusRow& row) {
-  auto time_or_null = [](const std::optional<RolloutTime>& t) {
-    return t ? nlohmann::json(FormatRolloutTime(*t)) : nlohmann::json(nullptr);
-  };
   nlohmann::json out = nlohmann::json::array();
   bool waiting_seen = false;
   for (size_t k = 0; k < row.file_steps.size(); ++k) {
@@ -192,8 +190,8 @@ nlohmann::json GatesJson(const RolloutStatusRow& row) {
       state = row.gates_state && row.gates_state->evaluated_at ? "waiting" : "unknown";
     }
     j["state"] = state;
-    j["open_at"] = g != nullptr ? time_or_null(g->open_at) : nullptr;
-    j["started_at"] = g != nullptr ? time_or_null(g->started_at) : nullptr;
+    j["open_at"] = g != nullptr ? TimeOrNull(g->open_at) : nullptr;
+    j["started_at"] = g != nullptr ? TimeOrNull(g->started_at) : nullptr;
     if (state == "waiting" && g != nullptr) {
       j["window_since"] = FormatRolloutTime(g->window_since);
       j["reports"] = g->tally.reports;

@@ -125,33 +125,52 @@ StatusOr<std::unique_ptr<PrometheusClient>> PrometheusClient::New(PrometheusClie
         "sent in clear text");
   }
   std::unique_ptr<PrometheusClient> client(new PrometheusClient(std::move(options)));
-  client->scheme_ = url->scheme;
-  client->host_ = url->host;
-  client->port_ = url->EffectivePort();
-  client->prefix_ = url->path;
-  while (!client->prefix_.empty() && client->prefix_.back() == '/') client->prefix_.pop_back();
+  client->url_ = std::move(url.value());
+  std::string& prefix = client->url_.path;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   if (!client->options_.bearer_token_file.empty()) {
     if (StatusOr<std::string> token = client->Token(); !token.ok()) return token.status();
   }
   if (!client->options_.ca_file.empty()) {
-    StatusOr<std::string> ca = ReadFileToString(client->options_.ca_file, kMaxCaBytes);
-    if (!ca.ok()) return ca.status().Annotate("--prometheus-ca");
-    if (StatusOr<wire::TrustAnchors> anchors = wire::ParseTrustAnchors(*ca); !anchors.ok()) {
-      return anchors.status().Annotate("--prometheus-ca " + client->options_.ca_file);
-    }
+    if (auto anchors = client->Anchors(); !anchors.ok()) return anchors.status();
   }
   return client;
 }
 
-StatusOr<std::string> PrometheusClient::Token() {
+namespace {
+
+// A file's modification time and size: what "read again when it changes" compares.
+StatusOr<std::pair<int64_t, int64_t>> FileStamp(const std::string& path, const char* flag) {
   struct stat st {};
-  const std::string& path = options_.bearer_token_file;
   if (::stat(path.c_str(), &st) != 0) {
-    return Status::Unavailable("--prometheus-bearer-token-file " + path + ": cannot stat");
+    return Status::Unavailable(std::string(flag) + " " + path + ": cannot stat");
   }
-  const int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  std::lock_guard<std::mutex> lock(token_mu_);
-  if (mtime == token_mtime_ns_ && st.st_size == token_size_ && !token_.empty()) return token_;
+  return std::pair<int64_t, int64_t>{int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+                                     int64_t{st.st_size}};
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const wire::TrustAnchors>> PrometheusClient::Anchors() {
+  StatusOr<std::pair<int64_t, int64_t>> stamp = FileStamp(options_.ca_file, "--prometheus-ca");
+  if (!stamp.ok()) return stamp.status();
+  std::lock_guard<std::mutex> lock(files_mu_);
+  if (anchors_ != nullptr && *stamp == anchors_stamp_) return anchors_;
+  StatusOr<std::string> ca = ReadFileToString(options_.ca_file, kMaxCaBytes);
+  if (!ca.ok()) return ca.status().Annotate("--prometheus-ca");
+  StatusOr<wire::TrustAnchors> anchors = wire::ParseTrustAnchors(*ca);
+  if (!anchors.ok()) return anchors.status().Annotate("--prometheus-ca " + options_.ca_file);
+  anchors_ = std::make_shared<const wire::TrustAnchors>(std::move(anchors.value()));
+  anchors_stamp_ = *stamp;
+  return anchors_;
+}
+
+StatusOr<std::string> PrometheusClient::Token() {
+  const std::string& path = options_.bearer_token_file;
+  StatusOr<std::pair<int64_t, int64_t>> stamp = FileStamp(path, "--prometheus-bearer-token-file");
+  if (!stamp.ok()) return stamp.status();
+  std::lock_guard<std::mutex> lock(files_mu_);
+  if (*stamp == token_stamp_ && !token_.empty()) return token_;
   StatusOr<std::string> text = ReadFileToString(path, kMaxTokenBytes);
   if (!text.ok()) return text.status().Annotate("--prometheus-bearer-token-file");
   std::string token = Trim(*text);
@@ -166,22 +185,18 @@ StatusOr<std::string> PrometheusClient::Token() {
     }
   }
   token_ = std::move(token);
-  token_mtime_ns_ = mtime;
-  token_size_ = st.st_size;
+  token_stamp_ = *stamp;
   return token_;
 }
 
 StatusOr<std::string> PrometheusClient::Get(const std::string& path_and_query) {
   const Deadline deadline = Deadline::After(options_.timeout);
-  wire::HttpUrl target{host_, port_, prefix_ + path_and_query};
+  const std::string& host = url_.host;
+  const uint16_t port = url_.EffectivePort();
+  wire::HttpUrl target{host, port, url_.path + path_and_query};
   wire::HttpRequestOptions request;
   request.user_agent = "live-patching-service";
-  if (port_ != (scheme_ == "https" ? 443 : 80)) {
-    request.host = (host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" +
-                   std::to_string(port_);
-  } else {
-    request.host = host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_;
-  }
+  request.host = url_.Authority();
   if (!options_.bearer_token_file.empty()) {
     StatusOr<std::string> token = Token();
     if (!token.ok()) return token.status();
@@ -189,24 +204,24 @@ StatusOr<std::string> PrometheusClient::Get(const std::string& path_and_query) {
   }
   StatusOr<std::string> bytes = wire::BuildGetRequest(target, request);
   if (!bytes.ok()) return bytes.status();
-  const std::string what = "GET " + scheme_ + "://" + request.host + prefix_ + "/api/v1/...";
+  const std::string what = "GET " + url_.ToString() + "/api/v1/...";
 
   std::unique_ptr<wire::ByteStream> stream;
-  if (scheme_ == "https") {
-    StatusOr<std::string> ca = ReadFileToString(options_.ca_file, kMaxCaBytes);
-    if (!ca.ok()) return ca.status().Annotate("--prometheus-ca");
+  if (url_.scheme == "https") {
+    StatusOr<std::shared_ptr<const wire::TrustAnchors>> anchors = Anchors();
+    if (!anchors.ok()) return anchors.status();
     wire::TlsDialOptions dial;
-    dial.host = host_;
-    dial.port = port_;
-    dial.sni = host_;
-    dial.verify_name = host_;
-    dial.ca_pem = std::move(ca.value());
+    dial.host = host;
+    dial.port = port;
+    dial.sni = host;
+    dial.verify_name = host;
+    dial.trust_anchors = std::move(anchors.value());
     dial.required_alpn = "";
     StatusOr<std::unique_ptr<wire::TlsStream>> tls = wire::DialTls(dial, deadline);
     if (!tls.ok()) return tls.status().Annotate(what);
     stream = std::move(tls.value());
   } else {
-    StatusOr<UniqueFd> fd = wire::DialTcp(host_, port_, deadline);
+    StatusOr<UniqueFd> fd = wire::DialTcp(host, port, deadline);
     if (!fd.ok()) return fd.status().Annotate(what);
     stream = std::make_unique<wire::TcpStream>(std::move(fd.value()));
   }

@@ -11,8 +11,11 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/status.h"
+#include "wire/tls_dialer.h"
+#include "wire/url.h"
 
 namespace hotfix::service {
 
@@ -20,7 +23,8 @@ struct PrometheusClientOptions {
   // http://HOST:PORT[/prefix] or https://HOST[:PORT][/prefix]: where /api/v1 is.
   std::string url;
   // https: the PEM CA bundle the server's certificate must chain to (required for https: there
-  // is no unverified TLS). Read again at each request, so a rotated CA is picked up.
+  // is no unverified TLS). Read again when its modification time or size changes, so a
+  // rotated CA is picked up.
   std::string ca_file;
   // A file holding the bearer token (surrounding white space ignored); empty: none. Only with
   // https. Read again when its modification time or size changes.
@@ -41,15 +45,18 @@ class PrometheusClient {
 
  private:
   explicit PrometheusClient(PrometheusClientOptions options) : options_(std::move(options)) {}
+  // The token and the CA as their files hold them now: read again only when a file's
+  // modification time or size changed since the last read.
   StatusOr<std::string> Token();
+  StatusOr<std::shared_ptr<const wire::TrustAnchors>> Anchors();
 
   PrometheusClientOptions options_;
-  std::string scheme_, host_, prefix_;
-  uint16_t port_ = 0;
-  std::mutex token_mu_;
-  std::string token_;  // guarded by token_mu_
-  int64_t token_mtime_ns_ = -1;
-  int64_t token_size_ = -1;
+  wire::Url url_;  // its path without a trailing '/': the prefix of /api/v1
+  std::mutex files_mu_;
+  std::string token_;                                  // guarded by files_mu_
+  std::pair<int64_t, int64_t> token_stamp_{-1, -1};    // guarded by files_mu_
+  std::shared_ptr<const wire::TrustAnchors> anchors_;  // guarded by files_mu_
+  std::pair<int64_t, int64_t> anchors_stamp_{-1, -1};  // guarded by files_mu_
 };
 
 // RFC 3986 percent-encoding of a query parameter's value.

@@ -57,9 +57,8 @@ void AddEvidenceFamilies(const AutoHaltController& controller,
     const std::string since = FormatRolloutTime(e.key.since);
     AddValue(&from, static_cast<double>(e.from.time_since_epoch().count()),
              {{"component", e.key.component}, {"rollout", e.key.rollout}, {"since", since}});
-    NodeSets sets = e.sets;
     for (const char* name : kNodeSetNames) {
-      for (const NodeSketch::Gauge& g : sets.Named(name)->Gauges()) {
+      for (const NodeSketch::Gauge& g : e.sets.Named(name)->Gauges()) {
         AddValue(&sketch, static_cast<double>(g.value),
                  {{"component", e.key.component},
                   {"rollout", e.key.rollout},

@@ -44,8 +44,6 @@ double Tau(double x) {
   return z / 3;
 }
 
-int HexValue(char c) { return IsAsciiDigit(c) ? c - '0' : c - 'a' + 10; }
-
 std::optional<uint64_t> ParseIndex(std::string_view digits) {
   if (digits.empty() || digits.size() > 4 || (digits.size() > 1 && digits[0] == '0')) {
     return std::nullopt;
@@ -66,7 +64,7 @@ uint64_t NodeSketch::Hash(std::string_view domain, std::string_view key) {
   text.append(domain).append(1, ':').append(key);
   const std::string digest = ossl::Sha256Hex(text);
   uint64_t h = 0;
-  for (int i = 0; i < 16; ++i) h = h << 4 | static_cast<uint64_t>(HexValue(digest[i]));
+  for (int i = 0; i < 16; ++i) h = h << 4 | static_cast<uint64_t>(HexDigitValue(digest[i]));
   return h;
 }
 
