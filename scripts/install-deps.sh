@@ -16,6 +16,7 @@ test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd p
       strace clang libclang-rt-14-dev  # the ASan test build; libFuzzer: scripts/fuzz.sh
       nghttp2-client curl              # h2load and gRPC calls: bench/soak.sh's short form
       prometheus                       # the automatic halt's evidence: service_auto_halt_e2e_test
+      python3-h2                       # Python's HTTP/2 client: service_refusal_clients_test
       # grpc-go, the reference's gRPC: service_grpcgo_test calls the service with it
       golang-go golang-google-grpc-dev golang-google-protobuf-dev
       golang-github-golang-protobuf-1-5-dev golang-github-fullsailor-pkcs7-dev

@@ -232,9 +232,12 @@ struct H2Callbacks {
                                    frame->goaway.opaque_data_len));
       return 0;
     }
-    if (frame->hd.type != NGHTTP2_HEADERS || (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
+    if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
       return 0;
     }
+    if (frame->hd.stream_id == self.goaway_after_stream_) self.SendPendingGoaway();
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
     H2Session::Stream* stream = self.Find(frame->hd.stream_id);
     if (stream != nullptr && stream->reset_after_response && !stream->remote_closed) {
       stream->reset_after_response = false;
@@ -246,6 +249,8 @@ struct H2Callbacks {
   static int OnStreamClose(nghttp2_session*, int32_t stream_id, uint32_t, void* ud) {
     H2Session& self = Self(ud);
     auto it = std::ranges::find(self.streams_, stream_id, [](const auto& s) { return s->id; });
+    // Reset before its answer went out whole: the GOAWAY it held back goes now.
+    if (stream_id == self.goaway_after_stream_) self.SendPendingGoaway();
     if (it == self.streams_.end()) return 0;
     self.Uncharge(it->get());
     self.streams_.erase(it);
@@ -398,10 +403,17 @@ void H2Session::Shutdown() {
   ShutdownAfter(nghttp2_session_get_last_proc_stream_id(session_));
 }
 
-void H2Session::ShutdownAfter(int32_t last_stream_id) {
+void H2Session::ShutdownAfter(int32_t last_stream_id, int32_t after_stream) {
   if (session_ == nullptr || failed_ || goaway_sent_) return;
   goaway_sent_ = true;
   goaway_last_stream_id_ = last_stream_id;
+  goaway_after_stream_ = after_stream;
+  if (after_stream == 0) SendPendingGoaway();
+}
+
+void H2Session::SendPendingGoaway() {
+  goaway_after_stream_ = 0;
+  if (failed_) return;
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goaway_last_stream_id_, NGHTTP2_NO_ERROR,
                         nullptr, 0);
 }
@@ -532,10 +544,12 @@ void H2Session::Dispatch(Stream* stream) {
 void H2Session::Respond(Stream* stream, GrpcReply reply) {
   // GOAWAY naming this stream as the last: streams the peer opened after it are unprocessed
   // by the protocol's own rule (RFC 9113, section 6.8), so a client retries them on a new
-  // connection; earlier ones still open finish.
+  // connection; earlier ones still open finish. The frame follows the answer: RFC 9113 lets
+  // it go first, but Python's h2 (under grpclib) closes its connection on a GOAWAY and then
+  // raises a ProtocolError on the answer, so that caller would never read why it was refused.
   if (reply.close_connection) {
     closed_by_reply_ = true;
-    ShutdownAfter(stream->id);
+    ShutdownAfter(stream->id, stream->id);
   }
   // The request is no longer needed; only the response stays until the stream closes.
   stream->body.clear();

@@ -144,7 +144,10 @@ class H2Session {
 
  private:
   // GOAWAY with this last stream: later ones are refused (REFUSED_STREAM), earlier ones finish.
-  void ShutdownAfter(int32_t last_stream_id);
+  // With after_stream, the frame itself waits until that stream's answer has gone out whole
+  // (SendPendingGoaway): a client that reads a GOAWAY first may drop what follows it.
+  void ShutdownAfter(int32_t last_stream_id, int32_t after_stream = 0);
+  void SendPendingGoaway();
   struct Stream;
   friend struct H2Callbacks;
 
@@ -172,6 +175,7 @@ class H2Session {
   bool closed_by_reply_ = false;
   bool peer_goaway_ = false;  // the peer is leaving: the end of the session is not an error
   int32_t goaway_last_stream_id_ = 0;  // the last stream our GOAWAY lets finish
+  int32_t goaway_after_stream_ = 0;    // the GOAWAY is decided, and sent once this one is out
   TokenBucket control_;
   TokenBucket resets_;
   std::vector<std::unique_ptr<Stream>> streams_;  // open streams; few (max_concurrent_streams)

@@ -269,9 +269,9 @@ TEST_F(H2SessionTest, ABadPrefaceEndsTheSession) {
   EXPECT_FALSE(session.Receive("more", now_));
 }
 
-// A refusal that closes the connection: its answer goes out with a GOAWAY naming it the last
-// stream, a second request already on the connection never reaches the handler, and the
-// session ends.
+// A refusal that closes the connection: its answer goes out, then a GOAWAY naming it the last
+// stream (in that order: Python's h2 raises on an answer that follows a GOAWAY), a second
+// request already on the connection never reaches the handler, and the session ends.
 TEST_F(H2SessionTest, AnAnswerThatClosesTheConnectionRefusesTheRest) {
   namespace h2 = testsupport::h2;
   H2Session session(options_, "p", now_);
@@ -290,14 +290,19 @@ TEST_F(H2SessionTest, AnAnswerThatClosesTheConnectionRefusesTheRest) {
   std::string out;
   session.TakeOutput(&out, 1 << 20);
   bool answered = false;
+  bool answered_before_goaway = false;
   std::optional<uint32_t> goaway_last;
   h2::FrameReader reader;
   reader.Feed(out);
   while (std::optional<h2::ReceivedFrame> f = reader.Next()) {
-    if (f->type == h2::kGoaway) goaway_last = h2::ReadUint32(f->payload, 0);
+    if (f->type == h2::kGoaway) {
+      goaway_last = h2::ReadUint32(f->payload, 0);
+      answered_before_goaway = answered;
+    }
     answered |= f->type == h2::kHeaders && f->stream_id == 1;
   }
   EXPECT_TRUE(answered);
+  EXPECT_TRUE(answered_before_goaway);
   // Stream 3 is past the GOAWAY's last stream: unprocessed, for the client to retry.
   EXPECT_EQ(goaway_last, 1u);
   EXPECT_EQ(handler_.paths.size(), 1u);
