@@ -47,6 +47,7 @@
 #include "raw_h2_server.h"
 #include "service_fixture.h"
 #include "socket_util.h"
+#include "tls_client.h"
 
 namespace hotfix::testsupport {
 namespace {
@@ -1060,6 +1061,29 @@ std::optional<uint32_t> EpollEventsFor(pid_t pid, uint16_t service_port, uint16_
   return std::nullopt;
 }
 
+// TLS 1.2 handshakes offering only CBC suites and RSA key exchange, one after another: each is
+// refused in the handshake (no suite in common); `accepted` counts any that were not.
+void CbcOnlyHandshakes(AttackCtl& ctl, std::atomic<int>* accepted) {
+  TlsClientOptions o;
+  o.port = ctl.port;
+  o.sni = kApiserverFqdn;
+  o.alpn = {"h2"};
+  o.max_version = TLS1_2_VERSION;
+  o.cipher_list =
+      "ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-SHA:ECDHE-RSA-AES128-SHA256:AES128-SHA:AES256-SHA:"
+      "AES128-SHA256:AES128-GCM-SHA256:AES256-GCM-SHA384";
+  o.timeout = kOpenTimeout;
+  while (ctl.Running()) {
+    TlsClientResult r = TlsHandshake(o);
+    ++ctl.stats.connections;
+    if (r.handshake_ok) {
+      ++*accepted;
+    } else {
+      ++ctl.stats.connect_failures;
+    }
+  }
+}
+
 // ---- The fixture -------------------------------------------------------------------------
 
 class ServiceAttackTest : public ::testing::Test {
@@ -1349,6 +1373,40 @@ TEST_F(ServiceAttackTest, AStaleTokenReplayedIsRefusedForAHash) {
                     line.value("error", "").find("--max-token-age") != std::string::npos;
   }
   EXPECT_TRUE(said_too_old) << "no refused line naming --max-token-age";
+}
+
+// TLS 1.2 with only CBC suites or RSA key exchange on offer: no handshake completes, each
+// is counted as a failed handshake, and a TLS 1.2 client offering an ECDHE AEAD suite (what
+// the node's dialer offers) is still served.
+TEST_F(ServiceAttackTest, Tls12ClientsOfferingOnlyCbcSuitesAreRefused) {
+  StartService({}, kMetricsFlags);
+  std::atomic<int> accepted{0};
+  CaseResult r = RunAttack("TLS 1.2 handshakes offering CBC and RSA key exchange only", 1,
+                           [&](AttackCtl& ctl) { CbcOnlyHandshakes(ctl, &accepted); });
+  ExpectWithstood(r, Sends::kConnectionsOnly);
+  EXPECT_EQ(accepted.load(), 0) << "handshakes the service completed with a CBC or RSA suite";
+  EXPECT_GE(r.connections, 10u) << r.stats;
+  std::optional<double> failed;
+  WaitFor(
+      [&] {
+        failed = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"),
+                             "lp_transport_events_total", {{"event", "handshake_failed"}});
+        return failed >= static_cast<double>(r.connections);
+      },
+      seconds(10));
+  EXPECT_GE(failed.value_or(0), static_cast<double>(r.connections));
+
+  TlsClientOptions aead;
+  aead.port = lps_->port();
+  aead.sni = kApiserverFqdn;
+  aead.alpn = {"aks-live-patching", "h2"};
+  aead.ca_pem = files_->tls_ca().cert_pem();
+  aead.max_version = TLS1_2_VERSION;
+  aead.cipher_list = "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256";
+  TlsClientResult ok = TlsHandshake(aead);
+  EXPECT_TRUE(ok.handshake_ok) << ok.error;
+  EXPECT_EQ(ok.protocol_version, "TLSv1.2");
+  EXPECT_EQ(ok.selected_alpn, "h2");
 }
 
 // Deadlines past the clock's range, on calls that are otherwise a node's: each is answered OK

@@ -41,6 +41,10 @@ ossl::SslCtxPtr MakeClientContext(const TlsClientOptions& options) {
     SSL_CTX_set_security_level(ctx.get(), 0);
     SSL_CTX_set_cipher_list(ctx.get(), "DEFAULT:@SECLEVEL=0");
   }
+  if (!options.cipher_list.empty()) {
+    ossl::Check(SSL_CTX_set_cipher_list(ctx.get(), options.cipher_list.c_str()) == 1,
+                "SSL_CTX_set_cipher_list");
+  }
   if (options.min_version) SSL_CTX_set_min_proto_version(ctx.get(), options.min_version);
   if (options.max_version) SSL_CTX_set_max_proto_version(ctx.get(), options.max_version);
   if (!options.ca_pem.empty()) TrustOnly(ctx.get(), options.ca_pem);

@@ -27,6 +27,9 @@ struct TlsClientOptions {
   // 0 = OpenSSL's defaults. Allowing TLS 1.1 also drops to SECLEVEL 0, as it must.
   int min_version = 0;
   int max_version = 0;
+  // TLS 1.2 and below: offer only these suites (OpenSSL's cipher-list syntax); empty: its
+  // defaults.
+  std::string cipher_list;
   std::chrono::milliseconds timeout = std::chrono::seconds(10);
   // Bytes to send after the handshake (e.g. an HTTP/2 preface), before closing.
   std::string send_after_handshake;

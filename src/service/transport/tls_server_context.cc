@@ -167,6 +167,12 @@ StatusOr<std::shared_ptr<SSL_CTX>> NewServerContext() {
   // handshake less, and AES-128-GCM is the suite every TLS 1.3 peer must implement.
   SSL_CTX_set_ciphersuites(
       c, "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384");
+  // TLS 1.2: forward-secret key exchange and AEAD only, as the node's own dialer offers
+  // (wire/tls_dialer.cc). OpenSSL's DEFAULT would also take CBC suites (Lucky13-style padding
+  // oracles) and RSA key exchange (no forward secrecy); every gRPC client offers these.
+  if (SSL_CTX_set_cipher_list(c, kTls12CipherList) != 1) {
+    return Status::Internal("setting the TLS 1.2 cipher list: " + OpenSslErrors());
+  }
   SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
   // Idle connections give their 16 KiB+ record buffers back (docs/SERVICE.md, "Limits").
   SSL_CTX_set_mode(c, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |

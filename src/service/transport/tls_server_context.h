@@ -40,6 +40,13 @@
 
 namespace hotfix::service {
 
+// The TLS 1.2 suites served, in the server's order (TLS 1.3's three are OpenSSL's own): ECDHE
+// key exchange and an AEAD cipher, nothing else (docs/SERVICE.md, "TLS").
+inline constexpr char kTls12CipherList[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384";
+
 class TlsServerContext {
  public:
   // The pair must be usable now: a missing or unreadable file, a file with no PEM certificate or
