@@ -85,17 +85,30 @@ struct H2Callbacks {
         control = true;
         break;
       case NGHTTP2_DATA:
-        // An empty DATA frame that does not end the stream does nothing but cost us a wake-up.
-        control = hd->length == 0 && (hd->flags & NGHTTP2_FLAG_END_STREAM) == 0;
+      case NGHTTP2_HEADERS:
+      case NGHTTP2_CONTINUATION:
+      case NGHTTP2_PUSH_PROMISE:
+      case NGHTTP2_GOAWAY:
+        // Whether a DATA frame carries any data is known once its padding is (OnFrameRecv);
+        // the others open, complete or end something, each under its own limit.
         break;
       default:
+        // A type nghttp2 reads and drops (ALTSVC, ORIGIN, PRIORITY_UPDATE, any unknown one):
+        // it does nothing for the peer but cost us its reading, as a PING does.
+        control = true;
         break;
     }
-    if (control && !self.control_.Take(self.now_, limits.control_frame_burst,
-                                       limits.control_frames_per_second)) {
+    if (control) TakeControlFrame(self);
+    return 0;
+  }
+
+  // One frame that does no work: a burst, then a rate (H2Limits::control_frame_burst).
+  static void TakeControlFrame(H2Session& self) {
+    const H2Limits& limits = self.options_.limits;
+    if (!self.control_.Take(self.now_, limits.control_frame_burst,
+                            limits.control_frames_per_second)) {
       self.Fail(TransportEvent::kControlFrameFlood, NGHTTP2_ENHANCE_YOUR_CALM);
     }
-    return 0;
   }
 
   static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* ud) {
@@ -191,9 +204,15 @@ struct H2Callbacks {
     H2Session& self = Self(ud);
     if (self.failed_) return 0;
     if (frame->hd.type == NGHTTP2_GOAWAY) self.peer_goaway_ = true;
+    bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    // A DATA frame with no data that does not end its stream (empty, or padding alone: up to
+    // 255 bytes each) does nothing but cost us its reading.
+    if (frame->hd.type == NGHTTP2_DATA && frame->hd.length == frame->data.padlen && !end_stream) {
+      TakeControlFrame(self);
+      if (self.failed_) return 0;
+    }
     H2Session::Stream* stream = self.Find(frame->hd.stream_id);
     if (stream == nullptr) return 0;
-    bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
     if (end_stream) stream->remote_closed = true;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       if (auto timeout = wire::ParseGrpcTimeout(stream->grpc_timeout)) {
@@ -258,6 +277,17 @@ struct H2Callbacks {
     return 0;
   }
 
+  // Frame types past the nine of RFC 9113: taken as extensions of ours (so that nghttp2 calls
+  // OnBeginFrame for them, which it does not for a type it merely skips), their bytes
+  // dropped as they arrive and the frame itself ignored.
+  static int OnExtensionChunk(nghttp2_session*, const nghttp2_frame_hd*, const uint8_t*, size_t,
+                              void*) {
+    return 0;
+  }
+  static int UnpackExtension(nghttp2_session*, void**, const nghttp2_frame_hd*, void*) {
+    return NGHTTP2_ERR_CANCEL;
+  }
+
   static ssize_t ReadResponse(nghttp2_session* session, int32_t stream_id, uint8_t* buf,
                               size_t length, uint32_t* data_flags, nghttp2_data_source* source,
                               void*) {
@@ -299,6 +329,12 @@ H2Session::H2Session(const H2SessionOptions& options, std::string peer, SteadyCl
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, H2Callbacks::OnFrameRecv);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, H2Callbacks::OnStreamClose);
   nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, H2Callbacks::OnFrameSend);
+  nghttp2_session_callbacks_set_on_extension_chunk_recv_callback(callbacks,
+                                                                 H2Callbacks::OnExtensionChunk);
+  nghttp2_session_callbacks_set_unpack_extension_callback(callbacks, H2Callbacks::UnpackExtension);
+  for (int type = NGHTTP2_CONTINUATION + 1; type <= 0xff; ++type) {
+    nghttp2_option_set_user_recv_extension_type(option, static_cast<uint8_t>(type));
+  }
   nghttp2_option_set_max_continuations(option, limits.max_continuations);
   nghttp2_option_set_stream_reset_rate_limit(option, limits.reset_burst, limits.resets_per_second);
   nghttp2_option_set_max_outbound_ack(option, limits.max_outbound_acks);

@@ -342,6 +342,37 @@ TEST_F(H2SessionTest, AStreamPastTheAcknowledgedLimitIsAReportedConnectionError)
   EXPECT_TRUE(session.Finished());
 }
 
+// Frames that make nghttp2 read and do nothing else pay from the control-frame budget: DATA
+// carrying only padding (a frame's length up to 256 bytes with no data in it), and frame types
+// nghttp2 reads past (an unknown type, here 0xfa). Past the burst, GOAWAY ENHANCE_YOUR_CALM.
+TEST_F(H2SessionTest, PaddingOnlyDataAndUnknownFramesPayAsControlFrames) {
+  namespace h2 = testsupport::h2;
+  const std::string block =
+      h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, "a", {}));
+  const std::string padding_only =
+      h2::Frame(h2::kData, h2::kPadded, 1, std::string(1, '\x20') + std::string(0x20, '\0'));
+  const std::string unknown = h2::Frame(0xfa, 0, 0, "12345678");
+  for (const std::string* frame : {&padding_only, &unknown}) {
+    events_.events.clear();
+    H2Session session(options_, "p", now_);
+    std::string bytes =
+        h2::ClientPreface() + h2::Settings() + h2::Headers(1, block, h2::kEndHeaders);
+    // Fewer than the burst: nothing happens.
+    for (uint32_t i = 0; i + 10 < options_.limits.control_frame_burst; ++i) bytes += *frame;
+    ASSERT_TRUE(session.Receive(bytes, now_));
+    EXPECT_FALSE(Saw(TransportEvent::kControlFrameFlood));
+    // As many again at once: past it.
+    bytes.clear();
+    for (uint32_t i = 0; i < options_.limits.control_frame_burst; ++i) bytes += *frame;
+    EXPECT_FALSE(session.Receive(bytes, now_));
+    EXPECT_TRUE(Saw(TransportEvent::kControlFrameFlood))
+        << (frame == &unknown ? "unknown" : "DATA");
+    std::string out;
+    session.TakeOutput(&out, 1 << 20);
+    EXPECT_TRUE(session.Finished());
+  }
+}
+
 TEST_F(H2SessionTest, ShutdownLetsTheOpenCallFinishThenEnds) {
   H2Session session(options_, "p", now_);
   handler_.next.delay = milliseconds(1500);  // the reply is still held when Shutdown lands
