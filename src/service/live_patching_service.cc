@@ -246,10 +246,14 @@ CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   decision.cluster = MakeRolloutNode("", "", input.authority).cluster;
   std::optional<IdentityCacheTicket> remember;
   decision.status = Authenticate(input, &decision, &remember);
+  // A verified document is kept whatever is decided after it: a document that is not allowed
+  // (PERMISSION_DENIED) or over its rate, replayed, then costs a hash and a lookup as a
+  // refused one does, not a signature check each time; the allow-lists and the rate are
+  // applied afresh to every call.
+  if (remember) options_.authenticator->Admit(decision.identity, *remember);
   if (decision.status.ok()) decision.status = Authorize(decision.cluster, decision.identity);
   if (decision.status.ok()) decision.status = WithinRate(decision.identity);
   if (!decision.status.ok()) return decision;
-  if (remember) options_.authenticator->Admit(decision.identity, *remember);
   if (!input.report) {
     decision.status = Lookup(input, &decision);
     return decision;

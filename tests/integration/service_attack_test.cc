@@ -1389,8 +1389,8 @@ TEST_F(ServiceAttackTest, Tls12ClientsOfferingOnlyCbcSuitesAreRefused) {
   std::optional<double> failed;
   WaitFor(
       [&] {
-        failed = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"),
-                             "lp_transport_events_total", {{"event", "handshake_failed"}});
+        failed = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_transport_events_total",
+                             {{"event", "handshake_failed"}});
         return failed >= static_cast<double>(r.connections);
       },
       seconds(10));
@@ -1407,6 +1407,33 @@ TEST_F(ServiceAttackTest, Tls12ClientsOfferingOnlyCbcSuitesAreRefused) {
   EXPECT_TRUE(ok.handshake_ok) << ok.error;
   EXPECT_EQ(ok.protocol_version, "TLSv1.2");
   EXPECT_EQ(ok.selected_alpn, "h2");
+}
+
+// Any Azure VM's document is validly signed; one from a subscription off the allow-list,
+// replayed on connection after connection, is PERMISSION_DENIED once per connection, and
+// after its first check costs a hash and a lookup: the identity is kept, the allow-list
+// applied afresh.
+TEST_F(ServiceAttackTest, APermissionDeniedDocumentReplayedCostsAHash) {
+  AttestedDocumentFields foreign;
+  foreign.subscription_id = "99999999-0000-0000-0000-000000000000";
+  const std::string token = files_->Token(foreign);
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(), {"--allowed-subscriptions", AttestedDocumentFields{}.subscription_id});
+  StartService({}, flags);
+  std::atomic<int> answers_max{0}, unclosed{0};
+  CaseResult r =
+      RunAttack("a foreign subscription's document replayed, 4 calls pipelined", 2,
+                [&](AttackCtl& ctl) { BadTokenFlood(ctl, token, &answers_max, &unclosed); });
+  ExpectWithstood(r);
+  EXPECT_EQ(answers_max.load(), 1) << "answers on one connection after it was refused";
+  EXPECT_EQ(unclosed.load(), 0);
+  EXPECT_GE(r.connections, 10u) << r.stats;
+  const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
+  EXPECT_LE(MetricValue(metrics, "lp_identity_verifications_total").value_or(1e9), 3);
+  EXPECT_GE(MetricValue(metrics, "lp_identity_cache_hits_total").value_or(0),
+            static_cast<double>(r.connections) - 3);
+  EXPECT_GE(MetricValue(metrics, "lp_requests_total", {{"code", "PERMISSION_DENIED"}}).value_or(0),
+            static_cast<double>(r.connections));
 }
 
 // Deadlines past the clock's range, on calls that are otherwise a node's: each is answered OK
