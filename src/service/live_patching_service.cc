@@ -264,6 +264,13 @@ CallDecision LivePatchingServiceImpl::Decide(const CallInput& input) {
   return decision;
 }
 
+LogBudget& LivePatchingServiceImpl::RefusalLines(const CallDecision& decision) {
+  if (decision.identity_failure) {
+    return refusal_lines_[static_cast<size_t>(*decision.identity_failure) % kIdentityFailures];
+  }
+  return refusal_lines_[kIdentityFailures + static_cast<size_t>(decision.status.code) % kGrpcCodes];
+}
+
 void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision& decision,
                                      Clock::duration elapsed) {
   if (decision.identity_failure)
@@ -288,7 +295,10 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   AccessLogEntry entry;
   if (!decision.status.ok()) {
     entry.refused = true;
-    if (!refusal_lines_.Admit(std::chrono::steady_clock::now(), &entry.refusals_not_logged)) return;
+    if (!RefusalLines(decision).Admit(std::chrono::steady_clock::now(),
+                                      &entry.refusals_not_logged)) {
+      return;
+    }
   }
   entry.method = sample.method;
   entry.peer = input.peer;

@@ -16,11 +16,13 @@
 // store answer the same.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/log.h"
@@ -74,8 +76,10 @@ struct OutcomeReport {
 
 // The longest ReportHotfixOutcomeRequest.detail accepted (bytes of printable ASCII).
 inline constexpr size_t kMaxReportDetailBytes = 256;
-// Refused calls' access-log lines written per second at most, the rest counted in the next
-// one (`refusals_not_logged`) and in lp_requests_total whatever happens to the lines.
+// Refused calls' access-log lines written per second at most for each reason (each identity
+// failure, then each gRPC code), the rest counted in the next line of that reason
+// (`refusals_not_logged`) and in lp_requests_total whatever happens to the lines. Per reason:
+// a peer refused at will for one reason cannot hide the lines of callers refused for another.
 inline constexpr uint32_t kRefusalLinesPerSecond = 20;
 
 // What one call carried, transport aside.
@@ -152,7 +156,16 @@ class LivePatchingServiceImpl final : public GrpcHandler {
 
   LivePatchingServiceOptions options_;
   std::set<std::string> allowed_;  // lower-cased allowed_subscriptions
-  LogBudget refusal_lines_{kRefusalLinesPerSecond, std::chrono::seconds(1)};
+  // The budget for a refused call's line: its identity failure's, else its gRPC code's.
+  LogBudget& RefusalLines(const CallDecision& decision);
+  static constexpr size_t kIdentityFailures = 6;  // IdentityFailure's values
+  static constexpr size_t kGrpcCodes = 17;        // 0 (OK, unused) to 16
+  std::array<LogBudget, kIdentityFailures + kGrpcCodes> refusal_lines_ =
+      MakeRefusalLines(std::make_index_sequence<kIdentityFailures + kGrpcCodes>());
+  template <size_t... I>
+  static std::array<LogBudget, sizeof...(I)> MakeRefusalLines(std::index_sequence<I...>) {
+    return {((void)I, LogBudget(kRefusalLinesPerSecond, std::chrono::seconds(1)))...};
+  }
 };
 
 }  // namespace hotfix::service

@@ -315,5 +315,28 @@ TEST_F(RateLimitedReportTest, TheNodesBucketIsSharedWithGetComponentConfig) {
   EXPECT_EQ(metrics.outcomes.size(), 1u);
 }
 
+// Refused calls' lines are budgeted per reason (kRefusalLinesPerSecond each): a flood of
+// malformed documents keeps its own lines to the budget and cannot hide a caller refused for
+// another reason.
+struct RefusalLinesTest : ReportTest {
+  RefusalLinesTest() : ReportTest({kSub}) {}
+};
+
+TEST_F(RefusalLinesTest, AFloodForOneReasonCannotHideAnother) {
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(Call("forged", Request()).code, GrpcCode::kUnauthenticated);
+  }
+  ASSERT_EQ(Call("other-sub", Request()).code, GrpcCode::kPermissionDenied);
+  int malformed = 0, denied = 0;
+  for (const json& l : log.Lines()) {
+    malformed += l.value("identity_failure", "") == "malformed";
+    denied += l.value("code", "") == "PERMISSION_DENIED";
+  }
+  // One budget window, or two if the loop crossed a second's boundary.
+  EXPECT_GE(malformed, static_cast<int>(kRefusalLinesPerSecond));
+  EXPECT_LE(malformed, 2 * static_cast<int>(kRefusalLinesPerSecond));
+  EXPECT_EQ(denied, 1);
+}
+
 }  // namespace
 }  // namespace hotfix::service
