@@ -390,7 +390,7 @@ if ((refused)); then
   # defaults): most attempts end right after the header, before TLS. A row per attempt.
   if "$cxx_bin" --help 2>&1 | grep -q -- --max-refusals-per-peer; then
     log "refused calls: $seconds s, the same document from one address, through HAProxy to --proxy-protocol"
-    "$cxx_bin" --listen "127.0.0.1:$shed_port" --proxy-protocol \
+    "$cxx_bin" --listen "127.0.0.1:$shed_port" --proxy-protocol --proxy-protocol-from 127.0.0.1/32 \
       --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
       --components-dir "$work/etc/components" --attestation-roots "$work/pki/roots.pem" \
       --log-level error >"$work/cxx-shed.log" 2>&1 &

@@ -101,7 +101,8 @@ step "live-patching-service serving the component store $work/etc/components"
 printf '{"hotfixes":{"202604.01":"202604.01.3","202605.30":"202605.30.1"}}' \
   >"$work/etc/components/aksNodeController.json"
 echo "aksNodeController.json: $(cat "$work/etc/components/aksNodeController.json")"
-"$bin/live-patching-service" --listen "127.0.0.1:$lps_port" --proxy-protocol \
+"$bin/live-patching-service" --listen "127.0.0.1:$lps_port" \
+  --proxy-protocol --proxy-protocol-from 127.0.0.1/32 \
   --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
   --components-dir "$work/etc/components" --attestation-roots "$work/etc/imds-roots.pem" \
   --metrics-listen "127.0.0.1:$metrics_port" \

@@ -400,6 +400,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                "every connection to --listen starts with a PROXY protocol header, version 2 "
                "(HAProxy send-proxy-v2, Envoy's proxy_protocol transport socket) or 1 (nginx "
                "proxy_protocol): its source is the peer; a connection without one is refused");
+  app.add_option("--proxy-protocol-from", c.proxy_protocol_from,
+                 "with --proxy-protocol (required): the proxies' networks, comma-separated "
+                 "CIDRs (10.0.0.0/8,fd00::/8); a connection from any other address is closed "
+                 "before its header is read")
+      ->delimiter(',');
   auto* insecure = app.add_flag("--insecure-accept-any-token", c.insecure_accept_any_token,
                                 "DEVELOPMENT ONLY: accept any non-empty authorization unverified");
   app.add_option("--refresh-interval", f.refresh_interval,

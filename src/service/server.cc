@@ -176,14 +176,31 @@ Status Server::Impl::StartGrpc() {
   }
   kept_bytes = std::make_unique<KeptBytesBudget>(KeptBytesBudgetFor(budget));
   options.kept_bytes = kept_bytes.get();
-  options.listeners.push_back(
-      {config.listen, true, tls_handler.get(), "--listen", false, config.proxy_protocol});
+  options.listeners.push_back({.address = config.listen,
+                               .tls = true,
+                               .handler = tls_handler.get(),
+                               .flag = "--listen",
+                               .proxy_protocol = config.proxy_protocol});
+  if (config.proxy_protocol) {
+    StatusOr<PeerNetworks> from =
+        PeerNetworks::Parse(config.proxy_protocol_from, "--proxy-protocol-from");
+    if (!from.ok()) {
+      return from.status().Annotate(
+          "--proxy-protocol believes a header only from the proxies' networks");
+    }
+    options.listeners.back().proxy_protocol_from = std::move(*from);
+  } else if (!config.proxy_protocol_from.empty()) {
+    return Status::InvalidArgument("--proxy-protocol-from is for --proxy-protocol");
+  }
   if (!config.health_listen.empty()) {
     // kubelet's gRPC probe speaks plaintext only: this port answers health and nothing else,
     // so the token never travels unencrypted.
     // It stays open through a drain, answering NOT_SERVING, until the process exits.
-    options.listeners.push_back(
-        {config.health_listen, false, health.get(), "--health-listen", true});
+    options.listeners.push_back({.address = config.health_listen,
+                                 .tls = false,
+                                 .handler = health.get(),
+                                 .flag = "--health-listen",
+                                 .open_while_draining = true});
   }
   options.tls = tls.get();
   options.tls_refresh = config.tls_refresh;
@@ -307,6 +324,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
        {"allowed_subscriptions", listed(c.allowed_subscriptions)},
        {"allowed_authorities", listed(c.allowed_authorities)},
        {"proxy_protocol", c.proxy_protocol},
+       {"proxy_protocol_from", c.proxy_protocol ? listed(c.proxy_protocol_from) : "none"},
        {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
        {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},
        {"auto_halt_interval_ms", static_cast<int64_t>(c.auto_halt_interval.count())},

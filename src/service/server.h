@@ -62,6 +62,9 @@ struct ServerConfig {
   std::string health_listen;  // empty: no plaintext health port
   // Every connection to `listen` starts with a PROXY protocol v2 header (grpc_server.h).
   bool proxy_protocol = false;
+  // With proxy_protocol (required): the proxies' networks, CIDRs; a connection from any other
+  // address is closed before its header is read.
+  std::vector<std::string> proxy_protocol_from;
   bool insecure_accept_any_token = false;
   std::chrono::milliseconds shutdown_grace{10000};
   int threads = 0;             // event loops; 0: one per core

@@ -452,20 +452,22 @@ TEST(DeployConfigTest, TheDeploymentAllowsOnlyTheSettingsSubscriptionsAndAksAuth
   bool proxy_protocol = false;  // a flag without a value: Flag() reads NAME=VALUE only
   for (const json& arg : At(container, {"args"})) proxy_protocol |= arg == "--proxy-protocol";
   EXPECT_TRUE(proxy_protocol) << "the Deployment reads the PROXY header Envoy's config sends";
-  bool from_settings = false;
+  // Believed only from the proxies' networks, from the same settings.
+  EXPECT_EQ(base.Flag("--proxy-protocol-from"), "$(LP_PROXY_NETWORKS)");
+  std::map<std::string, std::string> from_settings;  // env var -> the settings key
   for (const json& env : At(container, {"env"})) {
-    if (At(env, {"name"}) != "LP_ALLOWED_SUBSCRIPTIONS") continue;
-    from_settings = At(env, {"valueFrom", "configMapKeyRef", "name"}) == "live-patching-settings" &&
-                    At(env, {"valueFrom", "configMapKeyRef", "key"}) == "allowed-subscriptions";
+    if (!env.contains("valueFrom") || !env["valueFrom"].contains("configMapKeyRef")) continue;
+    if (At(env, {"valueFrom", "configMapKeyRef", "name"}) != "live-patching-settings") continue;
+    from_settings[At(env, {"name"})] = At(env, {"valueFrom", "configMapKeyRef", "key"});
   }
-  EXPECT_TRUE(from_settings) << "LP_ALLOWED_SUBSCRIPTIONS comes from live-patching-settings";
-  std::string value;
+  EXPECT_EQ(from_settings["LP_ALLOWED_SUBSCRIPTIONS"], "allowed-subscriptions");
+  EXPECT_EQ(from_settings["LP_PROXY_NETWORKS"], "proxy-networks");
+  json settings;
   for (const json& cm : base.OfKind("ConfigMap")) {
-    if (At(cm, {"metadata", "name"}) == "live-patching-settings") {
-      value = At(cm, {"data", "allowed-subscriptions"}).get<std::string>();
-    }
+    if (At(cm, {"metadata", "name"}) == "live-patching-settings") settings = At(cm, {"data"});
   }
-  EXPECT_EQ(value, "00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(settings.value("allowed-subscriptions", ""), "00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(settings.value("proxy-networks", ""), "10.244.0.0/16");
 }
 
 // The pod's memory limit is what the service budgets its connections by (no --memory-limit:

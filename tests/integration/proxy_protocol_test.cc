@@ -180,7 +180,8 @@ class ProxyProtocolTest : public ::testing::TestWithParam<Proxy> {
 // 127.0.0.3's is not (without the header every connection would be the proxy's, and the
 // third refused too); the call's access-log line names its node, not HAProxy.
 TEST_P(ProxyProtocolTest, PerPeerLimitAndAccessLogSeeTheNodesAddress) {
-  Start({"--proxy-protocol", "--max-connections-per-peer", "1"});
+  Start({"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8", "--max-connections-per-peer",
+         "1"});
   std::unique_ptr<NodeConnection> first = Node("127.0.0.2");
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(Node("127.0.0.2"), nullptr) << "a second connection from 127.0.0.2 was let in";
@@ -203,7 +204,8 @@ TEST_P(ProxyProtocolTest, PerPeerLimitAndAccessLogSeeTheNodesAddress) {
 // right after its PROXY header, before TLS, counted as shed_refused_peer, while another node's
 // is served. (The window's end is tested in service_refused_peers_test, on a clock of its own.)
 TEST_P(ProxyProtocolTest, APeerRefusedTooOftenIsShedBeforeTls) {
-  Start({"--proxy-protocol", "--max-refusals-per-peer", "2", "--refusal-window", "1h"});
+  Start({"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8", "--max-refusals-per-peer", "2",
+         "--refusal-window", "1h"});
   for (int i = 0; i < 2; ++i) {
     std::unique_ptr<NodeConnection> refused = Node("127.0.0.2");
     ASSERT_NE(refused, nullptr) << "refusal " << i + 1 << " of 2 must still be answered";
@@ -238,7 +240,7 @@ TEST_P(ProxyProtocolTest, APeerRefusedTooOftenIsShedBeforeTls) {
 // The header is required: a client that reaches the service directly, without one, is refused
 // before TLS, counted and logged; the health port is not behind the proxy and needs none.
 TEST_P(ProxyProtocolTest, AConnectionWithoutTheHeaderIsRefused) {
-  Start({"--proxy-protocol"});
+  Start({"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8"});
   TlsClientOptions direct;
   direct.port = lps_->port();
   direct.sni = kApiserverFqdn;
@@ -264,7 +266,7 @@ TEST_P(ProxyProtocolTest, AConnectionWithoutTheHeaderIsRefused) {
 // The apiserver's route through nginx's hop, which takes the header off again: a client that
 // does not offer aks-live-patching still reaches the apiserver (which reads no header).
 TEST_P(ProxyProtocolTest, TheApiserverGetsNoHeader) {
-  Start({"--proxy-protocol"});
+  Start({"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8"});
   TlsClientOptions client;
   client.port = ProxyPort();
   client.sni = kApiserverFqdn;

@@ -855,6 +855,42 @@ void GarbageProxyHeaders(AttackCtl& ctl, std::atomic<int>* unclosed) {
   }
 }
 
+// --proxy-protocol-from: connection after connection from a peer that is not the proxy, each
+// opening with a well-formed PROXY v2 header that names another address (10.1.2.3) and then a
+// ClientHello. Each must be closed before its handshake: `handshaken` counts connections that
+// got any TLS bytes back, `unclosed` those not closed within a second.
+void ProxyHeadersFromOutside(AttackCtl& ctl, std::atomic<int>* handshaken,
+                             std::atomic<int>* unclosed) {
+  const std::string header = std::string("\r\n\r\n\0\r\nQUIT\n", 12) + "\x21\x11" +
+                             std::string("\x00\x0c", 2) + "\x0a\x01\x02\x03" + "\x7f\x00\x00\x01" +
+                             "\x9c\x41" + "\x20\xfb";
+  const std::string opening = header + ClientHelloBytes();
+  while (ctl.Running()) {
+    int fd = ConnectOne(ctl.port, kOpenTimeout);
+    if (fd < 0) {
+      ++ctl.stats.connect_failures;
+      continue;
+    }
+    ++ctl.stats.connections;
+    if (send(fd, opening.data(), opening.size(), MSG_NOSIGNAL) > 0) ++ctl.stats.frames;
+    char buf[256];
+    bool closed = false, answered = false;
+    for (auto until = steady_clock::now() + seconds(1); !closed && steady_clock::now() < until;) {
+      if (!WaitFd(fd, POLLIN, milliseconds(50))) continue;
+      ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      answered |= n > 0;
+      closed = n == 0 || (n < 0 && errno != EAGAIN);
+    }
+    if (answered) ++*handshaken;
+    if (closed) {
+      ++ctl.stats.peer_closes;
+    } else {
+      ++*unclosed;
+    }
+    close(fd);
+  }
+}
+
 // Calls with grpc-timeout 99999999H (the largest the header allows, 11,415 years: the deadline
 // overflows a signed add unless clamped first) and a valid token, connection after
 // connection; `answered` counts those answered OK, `other` the rest.
@@ -1131,7 +1167,9 @@ class ServiceAttackTest : public ::testing::Test {
   // forwards TCP to it with send-proxy-v2, as Envoy does (libgrpc++ offers ALPN h2 alone,
   // so the shipped ALPN-routing config would send it to the apiserver; this one routes all).
   uint16_t node_port() const { return node_proxy_ ? node_proxy_->frontend_port() : lps_->port(); }
-  void StartNodeProxy() {
+  // `source`: the address HAProxy connects to the service from (a loopback address of its own,
+  // so --proxy-protocol-from can tell it from the attacker's 127.0.0.1).
+  void StartNodeProxy(const std::string& source = "") {
     node_proxy_dir_ = std::make_unique<TempDir>("node-proxy");
     const TempDir* dir = node_proxy_dir_.get();
     HaproxyOptions options;
@@ -1147,8 +1185,8 @@ frontend nodes
     bind "${LP_FRONTEND_BIND}"
     default_backend lps
 backend lps
-    server lps "${LP_SERVICE_ADDR}" send-proxy-v2
-)");
+    server lps "${LP_SERVICE_ADDR}" send-proxy-v2)" + (source.empty() ? "" : " source " + source) +
+                                                        "\n");
     node_proxy_ = std::make_unique<Haproxy>(std::move(options));
   }
 
@@ -1559,14 +1597,14 @@ TEST_F(ServiceAttackTest, AClientThatNeverReadsIsParkedAtNoCost) {
 }
 
 TEST_F(ServiceAttackTest, SlowProxyHeadersOnTwoHundredConnections) {
-  StartService({}, {"--proxy-protocol"});
+  StartService({}, {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8"});
   StartNodeProxy();
   ExpectWithstood(RunAttack("slow PROXY headers, 200 connections", 1, SlowProxyHeaders));
 }
 
 TEST_F(ServiceAttackTest, GarbageProxyHeadersAreRefusedAtOnce) {
   std::vector<std::string> flags = kMetricsFlags;
-  flags.push_back("--proxy-protocol");
+  flags.insert(flags.end(), {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8"});
   StartService({}, flags);
   StartNodeProxy();
   std::atomic<int> unclosed{0};
@@ -1584,6 +1622,38 @@ TEST_F(ServiceAttackTest, GarbageProxyHeadersAreRefusedAtOnce) {
       },
       seconds(10));
   EXPECT_EQ(invalid, static_cast<double>(r.connections));
+}
+
+// Only the proxy's address may send a PROXY header (--proxy-protocol-from 127.0.0.2/32, where
+// HAProxy connects from): an attacker at 127.0.0.1 sending well-formed headers that claim
+// another node's address is closed at accept, before TLS, and counted; nodes through HAProxy
+// are served throughout.
+TEST_F(ServiceAttackTest, AProxyHeaderFromOutsideTheProxiesNetworksIsRefused) {
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(), {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.2/32"});
+  StartService({}, flags);
+  StartNodeProxy("127.0.0.2");
+  std::atomic<int> handshaken{0}, unclosed{0};
+  CaseResult r =
+      RunAttack("PROXY headers from outside --proxy-protocol-from", 2,
+                [&](AttackCtl& ctl) { ProxyHeadersFromOutside(ctl, &handshaken, &unclosed); });
+  ExpectWithstood(r);
+  EXPECT_GE(r.connections, 10u) << r.stats;
+  EXPECT_EQ(handshaken.load(), 0) << "connections from outside that got TLS bytes back";
+  EXPECT_EQ(unclosed.load(), 0) << "connections from outside not closed within a second";
+  std::optional<double> refused;
+  WaitFor(
+      [&] {
+        refused = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"),
+                              "lp_transport_events_total", {{"event", "proxy_peer_not_allowed"}});
+        return refused == static_cast<double>(r.connections);
+      },
+      seconds(10));
+  EXPECT_EQ(refused, static_cast<double>(r.connections));
+  // No call was ever made as 10.1.2.3: every access-log line is the node's, through HAProxy.
+  for (const auto& line : lps_->AccessLog()) {
+    EXPECT_EQ(line.value("peer", "").rfind("ipv4:10.1.2.3:", 0), std::string::npos) << line.dump();
+  }
 }
 
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {

@@ -893,6 +893,7 @@ TEST(LiveServiceCliTest, HelpListsEveryFlag) {
                            "--attestation-issuers",
                            "--allowed-authorities",
                            "--proxy-protocol",
+                           "--proxy-protocol-from",
                            "--max-refusals-per-peer",
                            "--refusal-window",
                            "--version"}) {
@@ -998,7 +999,8 @@ TEST(LivePatchingServiceInProcessTest, StoreNotLoadedYetIsUnavailable) {
 
   // The service's own server, plaintext (h2c) for the test's client.
   service::GrpcServerOptions server_options;
-  server_options.listeners.push_back({"127.0.0.1:0", false, &impl, "--listen"});
+  server_options.listeners.push_back(
+      {.address = "127.0.0.1:0", .tls = false, .handler = &impl, .flag = "--listen"});
   server_options.kept_metadata = {"authorization"};
   server_options.threads = 1;
   auto server = service::GrpcServer::Start(std::move(server_options));

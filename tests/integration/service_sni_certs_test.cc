@@ -373,7 +373,7 @@ TEST_F(ServiceSniCertsTest, ANodeThatDialedAnAddressIsServedThePairWithThatIpSan
 }
 
 TEST_F(ServiceSniCertsTest, BehindAProxyTheAddressInItsHeaderIsTheOneDialed) {
-  Start({"--proxy-protocol"});
+  Start({"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8"});
   // A node that dialed 10.0.0.1 (cluster A's IP SAN) through the kube-api-proxy: no SNI.
   EXPECT_EQ(RawTls(lps_->port(), "", ProxyHeaderV2("10.0.0.1")).served_cn, "cluster-a");
   // One that dialed an address no pair carries is refused, though the socket's own address

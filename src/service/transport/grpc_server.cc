@@ -366,6 +366,11 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     server.fd_exhausted.store(false);
     std::string address;
     std::string peer = PeerName(addr, &address);
+    if (listener->proxy_protocol_from && !listener->proxy_protocol_from->Contains(addr)) {
+      // Not one of the proxies: its header would name whatever address it liked.
+      server.Report(TransportEvent::kProxyPeerNotAllowed, peer);
+      continue;  // closed by owned
+    }
     if (server.connections.load() >= server.max_connections) {
       server.Report(TransportEvent::kShedMaxConnections, peer);
       continue;  // closed by owned
@@ -724,6 +729,11 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
   }
   for (const ListenerSpec& spec : o.listeners) {
     if (spec.tls && o.tls == nullptr) return Status::Internal("a TLS listener needs a context");
+    if (spec.proxy_protocol && !spec.proxy_protocol_from) {
+      return Status::InvalidArgument(spec.flag +
+                                     " with a PROXY header needs the proxies' "
+                                     "networks (--proxy-protocol-from)");
+    }
     auto listener = std::make_unique<Listener>(spec);
     StatusOr<UniqueFd> fd = BindListener(spec, &listener->port);
     if (!fd.ok()) return fd.status();

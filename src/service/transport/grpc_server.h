@@ -20,12 +20,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/log.h"
 #include "common/status.h"
 #include "service/transport/h2_session.h"
+#include "service/transport/peer_networks.h"
 #include "service/transport/refused_peers.h"
 #include "service/transport/tls_server_context.h"
 
@@ -43,6 +45,10 @@ struct ListenerSpec {
   // TLS within handshake_timeout: its source address is the connection's peer (the per-peer
   // limit, the access log); a connection without one is refused.
   bool proxy_protocol = false;
+  // With proxy_protocol: the TCP peers (the proxies) whose header is believed; a connection
+  // from any other address is closed at accept (proxy_peer_not_allowed). Required with
+  // proxy_protocol: a header from anyone who reaches the port would let them be any node.
+  std::optional<PeerNetworks> proxy_protocol_from;
 };
 
 struct GrpcServerOptions {

@@ -26,6 +26,7 @@ const char* TransportEventName(TransportEvent event) {
                                            "output_stalled",
                                            "proxy_header_invalid",
                                            "proxy_header_timeout",
+                                           "proxy_peer_not_allowed",
                                            "kept_bytes_over_budget",
                                            "unknown_server_name"};
   static_assert(std::size(kNames) == static_cast<size_t>(TransportEvent::kCount));

@@ -27,6 +27,7 @@ enum class TransportEvent {
   kOutputStalled,        // the peer stopped reading our output for too long
   kProxyHeaderInvalid,   // --proxy-protocol: the connection did not start with a valid header
   kProxyHeaderTimeout,   // --proxy-protocol: no whole header within the handshake timeout
+  kProxyPeerNotAllowed,  // --proxy-protocol: the TCP peer is outside --proxy-protocol-from
   kKeptBytesOverBudget,  // a request refused: the process's kept request bytes at their budget
   kUnknownServerName,    // --tls-cert-dir: no certificate for the ClientHello's server name
                          // (or, without one, the address it dialed): unrecognized_name alert
