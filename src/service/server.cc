@@ -200,7 +200,8 @@ Status Server::Impl::StartGrpc() {
                                  .tls = false,
                                  .handler = health.get(),
                                  .flag = "--health-listen",
-                                 .open_while_draining = true});
+                                 .open_while_draining = true,
+                                 .own_max_connections = kHealthConnections});
   }
   options.tls = tls.get();
   options.tls_refresh = config.tls_refresh;

@@ -82,6 +82,10 @@ struct ServerConfig {
   std::chrono::milliseconds testing_response_delay{0};
 };
 
+// The plaintext health port's connections at most, apart from the TLS port's cap
+// (ListenerSpec::own_max_connections): kubelet probes over one connection at a time per probe.
+inline constexpr size_t kHealthConnections = 32;
+
 // The gRPC service name health reports for GetComponentConfig.
 inline constexpr char kLivePatchingServiceName[] = "akslivepatching.v1.LivePatchingService";
 

@@ -582,8 +582,11 @@ TEST(DeployConfigTest, TheNetworkPolicyAdmitsTheThreePortsAndReachesOnlyPromethe
       ASSERT_EQ(from.size(), 1u) << rule.dump();
       EXPECT_TRUE(PodsInNamespace(from[0], "monitoring")) << rule.dump();
     } else if (*ports.begin() == health) {
-      // kubelet, from the node: from anywhere, or from ipBlocks an overlay sets.
-      for (const json& peer : from) EXPECT_TRUE(At(peer, {"ipBlock"}).is_object()) << peer;
+      // kubelet, from the node network only: ipBlocks (AKS's default VNet until an overlay
+      // sets the cluster's), never from anywhere.
+      ASSERT_FALSE(from.empty()) << "the health port admitted from anywhere: " << rule.dump();
+      for (const json& peer : from) EXPECT_TRUE(At(peer, {"ipBlock", "cidr"}).is_string()) << peer;
+      EXPECT_EQ(At(from[0], {"ipBlock", "cidr"}), "10.224.0.0/12");
     }
   }
   // In this order: docs/OPERATIONS.md's overlay patches the rules by index.

@@ -1656,6 +1656,37 @@ TEST_F(ServiceAttackTest, AProxyHeaderFromOutsideTheProxiesNetworksIsRefused) {
   }
 }
 
+// The TLS port full (--max-connections 40, and 100 connections that never start TLS): the
+// plaintext health port has a cap of its own (kHealthConnections), so kubelet's probes are
+// still answered SERVING, on new connections each, while the main port sheds.
+TEST_F(ServiceAttackTest, AFullMainListenerLeavesTheHealthPortAnswering) {
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(), {"--max-connections", "40"});
+  StartService({}, flags);
+  std::vector<int> held = ConnectMany(lps_->port(), 100, seconds(2));
+  std::optional<double> shed;
+  ASSERT_TRUE(WaitFor([&] {
+    shed = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_transport_events_total",
+                       {{"event", "shed_max_connections"}});
+    return shed >= 50.0;
+  })) << "the main listener never filled: shed_max_connections "
+      << shed.value_or(-1);
+  int serving = 0;
+  for (int i = 0; i < 10; ++i) {
+    // A channel of its own each time: a new connection, as each kubelet probe makes.
+    grpc::ChannelArguments args;
+    args.SetInt("lp.test.probe", i);
+    auto channel = grpc::CreateCustomChannel(LoopbackAddress(lps_->health_port()),
+                                             grpc::InsecureChannelCredentials(), args);
+    serving += HealthCheck(channel, "") == 1;
+  }
+  EXPECT_EQ(serving, 10) << "health probes answered SERVING while the TLS port was full";
+  std::cout << "[attack] main listener full (cap 40, 100 held, " << shed.value_or(0)
+            << " shed): health probes SERVING " << serving << "/10" << std::endl;
+  for (int fd : held) close(fd);
+  ExpectStillServing();
+}
+
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
   constexpr long kFdLimit = 256;
   constexpr size_t kIdleConnections = 2 * kFdLimit;

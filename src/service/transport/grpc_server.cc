@@ -54,8 +54,10 @@ constexpr uint64_t kFirstConnectionId = 1 << 20;
 
 struct Listener : ListenerSpec {
   explicit Listener(const ListenerSpec& spec) : ListenerSpec(spec) {}
+  bool apart() const { return own_max_connections > 0; }
   UniqueFd fd;
   uint16_t port = 0;
+  mutable std::atomic<size_t> own_connections{0};  // apart(): its connections, every loop's
 };
 
 StatusOr<UniqueFd> BindListener(const ListenerSpec& spec, uint16_t* port) {
@@ -371,15 +373,22 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
       server.Report(TransportEvent::kProxyPeerNotAllowed, peer);
       continue;  // closed by owned
     }
-    if (server.connections.load() >= server.max_connections) {
+    if (listener->apart()) {
+      if (listener->own_connections.fetch_add(1) >= listener->own_max_connections) {
+        listener->own_connections.fetch_sub(1);
+        server.Report(TransportEvent::kShedMaxConnections, peer);
+        continue;
+      }
+    } else if (server.connections.load() >= server.max_connections) {
       server.Report(TransportEvent::kShedMaxConnections, peer);
       continue;  // closed by owned
     }
     // Behind a proxy every connection comes from the proxy: the peer is known, and counted,
     // once its PROXY header says who it is.
     size_t bucket = 0;
-    if (!listener->proxy_protocol && !server.AdmitPeer(address, peer, &bucket)) continue;
-    server.connections.fetch_add(1);
+    const bool count_peer = !listener->proxy_protocol && !listener->apart();
+    if (count_peer && !server.AdmitPeer(address, peer, &bucket)) continue;
+    if (!listener->apart()) server.connections.fetch_add(1);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 
@@ -389,7 +398,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     conn->listener = listener;
     conn->peer = std::move(peer);
     conn->peer_bucket = bucket;
-    conn->peer_counted = !listener->proxy_protocol;
+    conn->peer_counted = count_peer;
     Connection* c = conn.get();
     connections_.emplace(c->id, std::move(conn));
     if (!listener->open_while_draining) ++draining_connections_;
@@ -530,8 +539,10 @@ void GrpcServer::Impl::Loop::StartSession(Connection* conn) {
   session_options.limits = server_->options.limits;
   session_options.handler = conn->listener->handler;
   session_options.events = server_->options.events;
-  session_options.kept_metadata = server_->options.kept_metadata;
-  session_options.kept_bytes = server_->options.kept_bytes;
+  if (!conn->listener->apart()) {
+    session_options.kept_metadata = server_->options.kept_metadata;
+    session_options.kept_bytes = server_->options.kept_bytes;
+  }
   conn->session = std::make_unique<H2Session>(session_options, conn->peer, SteadyClock::now());
   if (draining_ && !conn->listener->open_while_draining) conn->session->Shutdown();
   // TLS 1.3 clients send their preface, and often the call, with the handshake's last flight:
@@ -677,7 +688,11 @@ void GrpcServer::Impl::Loop::Close(Connection* conn) {
     server_->refused_peers->Record(conn->address, SteadyClock::now());
   }
   if (conn->peer_counted) server_->peer_counts[conn->peer_bucket].fetch_sub(1);
-  server_->connections.fetch_sub(1);
+  if (conn->listener->apart()) {
+    conn->listener->own_connections.fetch_sub(1);
+  } else {
+    server_->connections.fetch_sub(1);
+  }
   // No EPOLL_CTL_DEL: the descriptor is never duplicated, so closing it removes it from the
   // epoll set (epoll(7), "Will closing a file descriptor cause it to be removed").
   if (!conn->listener->open_while_draining) --draining_connections_;
@@ -741,7 +756,10 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
     impl->listeners.push_back(std::move(listener));
   }
   size_t fd_limit = RaiseFdLimit();
-  size_t ceiling = fd_limit > 2 * kFdReserve ? fd_limit - kFdReserve : fd_limit / 2;
+  // Listeners apart hold descriptors beside the cap: kept free of it as the reserve is.
+  size_t reserve = kFdReserve;
+  for (const auto& listener : impl->listeners) reserve += listener->own_max_connections;
+  size_t ceiling = fd_limit > 2 * reserve ? fd_limit - reserve : fd_limit / 2;
   impl->max_connections = o.max_connections == 0 ? ceiling : std::min(o.max_connections, ceiling);
   impl->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int threads = o.threads > 0 ? o.threads

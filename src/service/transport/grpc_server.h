@@ -49,6 +49,11 @@ struct ListenerSpec {
   // from any other address is closed at accept (proxy_peer_not_allowed). Required with
   // proxy_protocol: a header from anyone who reaches the port would let them be any node.
   std::optional<PeerNetworks> proxy_protocol_from;
+  // A listener apart (the plaintext health port): its connections are counted against this
+  // cap of its own, not the server's max_connections nor the per-peer cap, and keep no
+  // metadata and no share of the kept-bytes budget. So a flood that fills the main listener
+  // cannot fail kubelet's probes, and the probes take nothing the calls need. 0: shared.
+  size_t own_max_connections = 0;
 };
 
 struct GrpcServerOptions {
