@@ -26,6 +26,7 @@
 #include "common/openssl.h"
 #include "common/unique_fd.h"
 #include "service/transport/memory_budget.h"
+#include "service/transport/peer_counts.h"
 #include "service/transport/proxy_protocol.h"
 
 namespace hotfix::service {
@@ -34,9 +35,6 @@ namespace {
 // Descriptors kept free of connections: listeners, epoll and eventfd per loop, the log, the
 // store's inotify and folder reads, the metrics server, the reserve below.
 constexpr size_t kFdReserve = 128;
-// Per-source-address connection counts live in this many buckets (hashed addresses): no
-// lock, no allocation per peer; two addresses sharing a bucket share its count.
-constexpr size_t kPeerBuckets = 4096;
 // One read: a TLS record's worth.
 constexpr size_t kReadChunk = 16 * 1024;
 // Frames nghttp2 may hold for a connection before it stops being read until they are out:
@@ -133,7 +131,7 @@ struct GrpcServer::Impl {
   std::vector<std::unique_ptr<Loop>> loops;
   size_t max_connections = 0;
   std::atomic<size_t> connections{0};
-  std::array<std::atomic<uint32_t>, kPeerBuckets> peer_counts{};
+  PeerCounts peer_counts;  // open connections per source address, exactly
   std::atomic<bool> fd_exhausted{false};
   std::unique_ptr<RefusedPeers> refused_peers;  // when a listener takes PROXY headers
   // A descriptor held in reserve: closed to accept-and-shed one connection when accept()
@@ -147,12 +145,10 @@ struct GrpcServer::Impl {
     if (reserve_fd >= 0) close(reserve_fd);
   }
   void ShedWithReserve(int listen_fd);
-  // Counts a connection against its source address's bucket; false (reported, uncounted)
-  // past max_connections_per_peer.
-  bool AdmitPeer(const std::string& address, const std::string& peer, size_t* bucket) {
-    *bucket = std::hash<std::string>()(address) % kPeerBuckets;
-    if (peer_counts[*bucket].fetch_add(1) >= options.max_connections_per_peer) {
-      peer_counts[*bucket].fetch_sub(1);
+  // Counts a connection against its source address; false (reported, uncounted) past
+  // max_connections_per_peer.
+  bool AdmitPeer(const std::string& address, const std::string& peer) {
+    if (!peer_counts.Admit(address, options.max_connections_per_peer)) {
       Report(TransportEvent::kShedPerPeer, peer);
       return false;
     }
@@ -187,9 +183,8 @@ class GrpcServer::Impl::Loop {
     SteadyClock::time_point handshake_deadline;
     const Listener* listener = nullptr;
     std::string peer;
-    size_t peer_bucket = 0;
-    bool peer_counted = false;  // in server_->peer_counts[peer_bucket]
-    // --proxy-protocol: the header read so far, and the peer's address (bytes): the proxy's
+    bool peer_counted = false;  // in server_->peer_counts, under `address`
+    // --proxy-protocol: the header read so far. The peer's address (bytes): the proxy's
     // until the header names the node.
     bool awaiting_proxy_header = false;
     std::string proxy_header;
@@ -385,9 +380,8 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     }
     // Behind a proxy every connection comes from the proxy: the peer is known, and counted,
     // once its PROXY header says who it is.
-    size_t bucket = 0;
     const bool count_peer = !listener->proxy_protocol && !listener->apart();
-    if (count_peer && !server.AdmitPeer(address, peer, &bucket)) continue;
+    if (count_peer && !server.AdmitPeer(address, peer)) continue;
     if (!listener->apart()) server.connections.fetch_add(1);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -397,7 +391,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     conn->fd = std::move(owned);
     conn->listener = listener;
     conn->peer = std::move(peer);
-    conn->peer_bucket = bucket;
+    conn->address = std::move(address);
     conn->peer_counted = count_peer;
     Connection* c = conn.get();
     connections_.emplace(c->id, std::move(conn));
@@ -408,7 +402,6 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     c->handshake_deadline = SteadyClock::now() + server.options.handshake_timeout;
     if (listener->proxy_protocol) {
       c->awaiting_proxy_header = true;
-      c->address = std::move(address);
       continue;  // EPOLLIN: ReadProxyHeader
     }
     StartTls(c);
@@ -432,7 +425,7 @@ void GrpcServer::Impl::Loop::ReadProxyHeader(Connection* conn) {
         Close(conn);
         return;
       }
-      if (!server_->AdmitPeer(conn->address, conn->peer, &conn->peer_bucket)) {
+      if (!server_->AdmitPeer(conn->address, conn->peer)) {
         Close(conn);
         return;
       }
@@ -687,7 +680,7 @@ void GrpcServer::Impl::Loop::Close(Connection* conn) {
   if (conn->listener->proxy_protocol && conn->session && conn->session->closed_by_reply()) {
     server_->refused_peers->Record(conn->address, SteadyClock::now());
   }
-  if (conn->peer_counted) server_->peer_counts[conn->peer_bucket].fetch_sub(1);
+  if (conn->peer_counted) server_->peer_counts.Release(conn->address);
   if (conn->listener->apart()) {
     conn->listener->own_connections.fetch_sub(1);
   } else {
