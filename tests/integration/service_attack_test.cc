@@ -1687,6 +1687,102 @@ TEST_F(ServiceAttackTest, AFullMainListenerLeavesTheHealthPortAnswering) {
   ExpectStillServing();
 }
 
+// The patient attacker (issue 31): connections each holding unfinished streams that carry as
+// much metadata as they may keep (4 values of 16 KiB), a new stream opened on each every 2 s
+// for 14 s, past every timeout. Before, one HEADERS frame every 40 s held a connection for
+// ever and 300 such connections took the process's whole kept-bytes budget. Now a connection
+// with nothing answered ends at the first-request timeout (10 s) whatever it holds, so none
+// lives past it, and nodes are served throughout.
+TEST_F(ServiceAttackTest, APatientAttackerHoldsNoConnectionPastTheFirstRequestTimeout) {
+  constexpr size_t kConnections = 60;
+  constexpr seconds kRefresh{2};
+  constexpr seconds kHold{14};
+  constexpr seconds kFirstRequestTimeout{10};  // H2Limits::first_request_timeout
+  StartService({}, kMetricsFlags);
+  const long idle_kb = WarmUpAndIdleRss();
+  const std::string value(16 * 1024 - 64, 'A');
+  const std::string block = RequestBlock({{"authorization", value},
+                                          {"authorization", value},
+                                          {"authorization", value},
+                                          {"authorization", value}});
+  struct Held {
+    std::unique_ptr<H2Conn> conn;
+    steady_clock::time_point opened;
+    std::optional<steady_clock::time_point> closed;
+    uint32_t next_id = 1;
+  };
+  AttackCtl ctl;
+  ctl.port = lps_->port();
+  std::vector<Held> held;
+  CaseResult r;
+  r.idle_kb = idle_kb;
+  const auto started = steady_clock::now();
+  {
+    RssWatch rss(pid(), idle_kb, &ctl);
+    NodeClient node(*files_, node_port(), *token_);
+    for (size_t i = 0; i < kConnections; ++i) {
+      if (std::unique_ptr<H2Conn> c = H2Conn::Open(ctl.port, &ctl)) {
+        held.push_back({std::move(c), steady_clock::now(), std::nullopt, 1});
+      }
+    }
+    auto next_refresh = steady_clock::now();
+    while (steady_clock::now() - started < kHold) {
+      const bool refresh = steady_clock::now() >= next_refresh;
+      if (refresh) next_refresh += kRefresh;
+      for (Held& h : held) {
+        if (h.closed) continue;
+        if (refresh && h.next_id < 2 * 4) {  // at most the 4 streams the service allows
+          // In frames of the 16 KiB SETTINGS_MAX_FRAME_SIZE allows: HEADERS, then CONTINUATIONs.
+          constexpr size_t kChunk = 16000;
+          std::string frames = h2::Headers(h.next_id, block.substr(0, kChunk),
+                                           block.size() <= kChunk ? h2::kEndHeaders : 0);
+          for (size_t at = kChunk; at < block.size(); at += kChunk) {
+            frames +=
+                h2::Continuation(h.next_id, block.substr(at, kChunk), at + kChunk >= block.size());
+          }
+          h.conn->Send(frames);
+          h.next_id += 2;
+          ++ctl.stats.frames;
+        }
+        h.conn->Pump(milliseconds(1));
+        if (h.conn->closed()) h.closed = steady_clock::now();
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    node.Stop();
+    rss.Stop();
+    r.peak_kb = rss.peak_kb();
+    r.rss_aborted = rss.aborted();
+    r.service_gone = rss.gone();
+    r.node_ok = node.ok();
+    r.node_total = node.total();
+    r.node_failures = node.failures();
+  }
+  size_t closed = 0;
+  double longest = 0;
+  for (const Held& h : held) {
+    if (!h.closed) continue;
+    ++closed;
+    longest = std::max(longest, std::chrono::duration<double>(*h.closed - h.opened).count());
+  }
+  std::cout << "[attack] patient attacker, " << held.size() << " connections x 4 unfinished "
+            << "streams of 64 KiB metadata, refreshed every 2 s: " << closed << " closed by the "
+            << "service, the longest after " << longest << " s; idle " << idle_kb / 1024
+            << " MiB, peak " << r.peak_kb / 1024 << " MiB, node calls OK " << r.node_ok << "/"
+            << r.node_total << std::endl;
+  ASSERT_GE(held.size(), kConnections / 2) << ctl.stats.Summary();
+  EXPECT_EQ(closed, held.size()) << "connections still open after " << kHold.count() << " s";
+  // The first-request timeout, and the service's 50 ms tick and our 20 ms polling.
+  EXPECT_LT(longest, std::chrono::duration<double>(kFirstRequestTimeout).count() + 1.5);
+  ExpectBoundedMemory(r);
+  ExpectNodesServed(r);
+  const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
+  EXPECT_GE(MetricValue(metrics, "lp_transport_events_total", {{"event", "first_request_timeout"}})
+                .value_or(0),
+            static_cast<double>(held.size()));
+  ExpectStillServing();
+}
+
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
   constexpr long kFdLimit = 256;
   constexpr size_t kIdleConnections = 2 * kFdLimit;

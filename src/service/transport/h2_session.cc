@@ -457,10 +457,9 @@ void H2Session::SendPendingGoaway() {
 SteadyClock::time_point H2Session::NextDeadline() const {
   if (session_ == nullptr || failed_) return SteadyClock::time_point::max();
   SteadyClock::time_point next = SteadyClock::time_point::max();
-  if (streams_started_ == 0) {
-    next = started_ + options_.limits.first_request_timeout;
-  } else if (streams_open_ == 0) {
-    next = idle_since_ + options_.limits.idle_timeout;
+  if (answered_ == 0 && !goaway_sent_) next = started_ + options_.limits.first_request_timeout;
+  if (streams_started_ > 0 && streams_open_ == 0 && !goaway_sent_) {
+    next = std::min(next, idle_since_ + options_.limits.idle_timeout);
   }
   for (const auto& stream : streams_) {
     if (!stream->dispatched) next = std::min(next, stream->request_deadline);
@@ -487,6 +486,9 @@ void H2Session::OnTimer(SteadyClock::time_point now) {
       Report(TransportEvent::kRequestTimeout);
       stream->dispatched = true;
       nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+      // No new stream on this connection: one that let a request run out may not keep the
+      // connection by opening more (streams already open finish or run out in turn).
+      Shutdown();
     } else if (stream->close_deadline <= now) {
       Report(TransportEvent::kOutputStalled);
       stream->close_deadline = SteadyClock::time_point::max();
@@ -494,9 +496,9 @@ void H2Session::OnTimer(SteadyClock::time_point now) {
     }
   }
   if (goaway_sent_) return;
-  if (streams_started_ == 0 && now >= started_ + options_.limits.first_request_timeout) {
-    Report(TransportEvent::kFirstRequestTimeout);
-    Shutdown();
+  if (answered_ == 0 && now >= started_ + options_.limits.first_request_timeout) {
+    // Nothing answered yet: whatever the connection holds open is not a call going well.
+    Fail(TransportEvent::kFirstRequestTimeout, NGHTTP2_NO_ERROR);
   } else if (streams_started_ > 0 && streams_open_ == 0 &&
              now >= idle_since_ + options_.limits.idle_timeout) {
     Report(TransportEvent::kIdleTimeout);
@@ -583,8 +585,8 @@ void H2Session::Respond(Stream* stream, GrpcReply reply) {
   // connection; earlier ones still open finish. The frame follows the answer: RFC 9113 lets
   // it go first, but Python's h2 (under grpclib) closes its connection on a GOAWAY and then
   // raises a ProtocolError on the answer, so that caller would never read why it was refused.
-  if (reply.close_connection) {
-    closed_by_reply_ = true;
+  if (reply.close_connection) closed_by_reply_ = true;
+  if (reply.close_connection || ++answered_ >= options_.limits.max_calls_per_connection) {
     ShutdownAfter(stream->id, stream->id);
   }
   // The request is no longer needed; only the response stays until the stream closes.
@@ -611,6 +613,9 @@ void H2Session::Respond(Stream* stream, GrpcReply reply) {
 }
 
 void H2Session::RespondHttp(Stream* stream, const char* http_status) {
+  if (++answered_ >= options_.limits.max_calls_per_connection) {
+    ShutdownAfter(stream->id, stream->id);
+  }
   stream->close_deadline = now_ + options_.limits.request_timeout;
   nghttp2_nv headers[] = {Header(":status", http_status)};
   nghttp2_submit_response(session_, stream->id, headers, 1, nullptr);

@@ -56,10 +56,17 @@ struct H2Limits {
   uint32_t control_frames_per_request = 4;
   // Queued SETTINGS and PING ACKs that the peer does not read (nghttp2's max_outbound_ack).
   uint32_t max_outbound_acks = 100;
-  // From the connection's start to its first request's HEADERS.
+  // From the connection's start to its first answer: a connection that has not had a call
+  // answered by then (none sent, or none finished) is ended at once, whatever it holds open.
   std::chrono::milliseconds first_request_timeout{10000};
   // From a request's HEADERS to its end (END_STREAM); shortened by a smaller grpc-timeout.
+  // A request that runs out is reset and its connection gets GOAWAY: a peer that holds
+  // streams without finishing them keeps the connection no longer than its open streams' own
+  // timeouts, however often it opens new ones.
   std::chrono::milliseconds request_timeout{10000};
+  // Answers one connection gets; the last one is followed by GOAWAY (a client opens a new
+  // connection for more). A node makes one call per connection.
+  uint32_t max_calls_per_connection = 64;
   // With no stream open: then GOAWAY and close.
   std::chrono::milliseconds idle_timeout{30000};
 };
@@ -170,6 +177,7 @@ class H2Session {
   SteadyClock::time_point started_;
   SteadyClock::time_point idle_since_;
   uint64_t streams_started_ = 0;
+  uint32_t answered_ = 0;  // streams answered (Respond, RespondHttp)
   uint32_t streams_open_ = 0;
   bool goaway_sent_ = false;
   bool closed_by_reply_ = false;

@@ -248,6 +248,95 @@ TEST_F(H2SessionTest, AConnectionThatNeverSendsARequestIsClosedAfterTheFirstRequ
   EXPECT_TRUE(session.Finished());
 }
 
+// The patient attacker: a stream opened just before the first-request timeout and never
+// finished does not buy the connection more time. Nothing answered by the timeout: the
+// connection ends, the open stream with it.
+TEST_F(H2SessionTest, AConnectionWithNothingAnsweredEndsAtTheFirstRequestTimeout) {
+  namespace h2 = testsupport::h2;
+  H2Session session(options_, "p", now_);
+  const std::string block =
+      h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, "a", {}));
+  const auto late = now_ + options_.limits.first_request_timeout - milliseconds(100);
+  ASSERT_TRUE(session.Receive(h2::ClientPreface() + h2::Settings(), now_));
+  ASSERT_TRUE(session.Receive(h2::Headers(1, block, h2::kEndHeaders), late));
+  EXPECT_EQ(session.NextDeadline(), now_ + options_.limits.first_request_timeout);
+  session.OnTimer(now_ + options_.limits.first_request_timeout);
+  EXPECT_TRUE(Saw(TransportEvent::kFirstRequestTimeout));
+  std::string out;
+  session.TakeOutput(&out, 1 << 20);
+  EXPECT_TRUE(session.Finished()) << "still open with an unfinished stream";
+  EXPECT_TRUE(handler_.paths.empty());
+}
+
+// After a call answered, a request that runs out is reset and the connection gets GOAWAY: a
+// new stream opened later never reaches the handler, so holding streams open cannot keep the
+// connection.
+TEST_F(H2SessionTest, ARequestThatRunsOutEndsItsConnection) {
+  namespace h2 = testsupport::h2;
+  H2Session session(options_, "p", now_);
+  const std::string block =
+      h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, "a", {}));
+  const std::string message = std::string("\0\0\0\0\x02", 5) + "hi";
+  ASSERT_TRUE(session.Receive(
+      h2::ClientPreface() + h2::Settings() + h2::Headers(1, block, h2::kEndHeaders) +
+          h2::Data(1, message, true) + h2::Headers(3, block, h2::kEndHeaders),
+      now_));
+  ASSERT_EQ(handler_.paths.size(), 1u);
+  std::string out;
+  session.TakeOutput(&out, 1 << 20);
+  session.OnTimer(now_ + options_.limits.request_timeout);
+  EXPECT_TRUE(Saw(TransportEvent::kRequestTimeout));
+  session.Receive(h2::Headers(5, block, h2::kEndHeaders) + h2::Data(5, message, true),
+                  now_ + options_.limits.request_timeout);
+  EXPECT_EQ(handler_.paths.size(), 1u) << "a stream after the GOAWAY reached the handler";
+  out.clear();
+  session.TakeOutput(&out, 1 << 20);
+  std::optional<uint32_t> goaway_last, reset3;
+  h2::FrameReader reader;
+  reader.Feed(out);
+  while (std::optional<h2::ReceivedFrame> f = reader.Next()) {
+    if (f->type == h2::kGoaway) goaway_last = h2::ReadUint32(f->payload, 0);
+    if (f->type == h2::kRstStream && f->stream_id == 3) reset3 = h2::ReadUint32(f->payload, 0);
+  }
+  EXPECT_EQ(reset3, 8u);  // CANCEL: the request ran out
+  EXPECT_EQ(goaway_last, 3u);
+  EXPECT_TRUE(session.Finished());
+}
+
+// A connection is answered max_calls_per_connection times; the last answer is followed by
+// GOAWAY naming it, and a stream after it is refused for the client to retry elsewhere.
+TEST_F(H2SessionTest, AConnectionGetsABoundedNumberOfAnswers) {
+  namespace h2 = testsupport::h2;
+  options_.limits.max_calls_per_connection = 3;
+  H2Session session(options_, "p", now_);
+  const std::string block =
+      h2::HpackBlock(h2::GrpcRequestFields(h2::kGetComponentConfigPath, "a", {}));
+  const std::string message = std::string("\0\0\0\0\x02", 5) + "hi";
+  std::string bytes = h2::ClientPreface() + h2::Settings();
+  for (uint32_t id = 1; id <= 7; id += 2) {
+    bytes += h2::Headers(id, block, h2::kEndHeaders) + h2::Data(id, message, true);
+  }
+  ASSERT_TRUE(session.Receive(bytes, now_));
+  EXPECT_EQ(handler_.paths.size(), 3u);
+  std::string out;
+  session.TakeOutput(&out, 1 << 20);
+  std::optional<uint32_t> goaway_last;
+  int answers = 0;
+  bool answered_before_goaway = true;
+  h2::FrameReader reader;
+  reader.Feed(out);
+  while (std::optional<h2::ReceivedFrame> f = reader.Next()) {
+    if (f->type == h2::kGoaway) {
+      goaway_last = h2::ReadUint32(f->payload, 0);
+      answered_before_goaway = answers == 3;
+    }
+    answers += f->type == h2::kHeaders && (f->flags & h2::kEndStream) != 0;
+  }
+  EXPECT_EQ(goaway_last, 5u);
+  EXPECT_TRUE(answered_before_goaway);
+  EXPECT_TRUE(session.Finished());
+}
+
 TEST_F(H2SessionTest, AnIdleConnectionIsClosedAfterTheIdleTimeout) {
   H2Session session(options_, "p", now_);
   ASSERT_TRUE(Call(session, "m").status.ok());
