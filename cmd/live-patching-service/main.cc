@@ -427,9 +427,10 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   app.add_option("--max-refusals-per-peer", c.max_refusals_per_peer,
-                 "with --proxy-protocol: a source address whose callers were refused this many "
-                 "times within --refusal-window has its next connections closed before TLS until "
-                 "the window ends (0: never)")
+                 "with --proxy-protocol: a source address at fault this many times within "
+                 "--refusal-window (documents missing, malformed or forged, TLS handshakes failed, "
+                 "nothing asked in time) has 3 in 4 of its next connections closed before TLS "
+                 "until the window ends (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   app.add_option("--refusal-window", f.refusal_window,

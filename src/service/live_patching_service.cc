@@ -339,6 +339,28 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
       FormatAccessLogLine(level, entry, std::chrono::system_clock::now()));
 }
 
+namespace {
+
+// What no real node sends (the document missing, not one, or not IMDS's): evidence against
+// the caller's address. An expired document is what a node with a slow clock or a stale
+// retry sends, and a subscription off the allow-list is a real node of another customer: a
+// node behind the same address (a NAT) must not be shed for either.
+bool CallerAtFault(IdentityFailure failure) {
+  switch (failure) {
+    case IdentityFailure::kMissing:
+    case IdentityFailure::kMalformed:
+    case IdentityFailure::kUntrustedSigner:
+    case IdentityFailure::kWrongSigner:
+    case IdentityFailure::kBadContent:
+      return true;
+    case IdentityFailure::kExpired:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
 void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
   if (call.path != kGetComponentConfigPath && call.path != kReportHotfixOutcomePath) {
     reply->code = GrpcCode::kUnimplemented;
@@ -370,6 +392,7 @@ void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
   // try costs it a new TLS handshake, not us another verification on a warm connection.
   reply->close_connection = decision.status.code == GrpcCode::kUnauthenticated ||
                             decision.status.code == GrpcCode::kPermissionDenied;
+  reply->caller_at_fault = decision.identity_failure && CallerAtFault(*decision.identity_failure);
   if (!decision.status.ok()) {
     reply->error_message = std::move(decision.status.message);
   } else if (input.report) {

@@ -76,7 +76,7 @@ struct ServerConfig {
   size_t max_connections_per_peer = 512;
   // With proxy_protocol: an address refused this many times within refusal_window is shed
   // before TLS for the rest of that window (refused_peers.h). 0: never.
-  uint32_t max_refusals_per_peer = 10;
+  uint32_t max_refusals_per_peer = 30;
   std::chrono::milliseconds refusal_window{10000};
   // A test hook (hidden flag): hold every answer this long, so a drain has a call in flight.
   std::chrono::milliseconds testing_response_delay{0};

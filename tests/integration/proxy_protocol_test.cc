@@ -237,6 +237,26 @@ TEST_P(ProxyProtocolTest, APeerRefusedTooOftenIsShedBeforeTls) {
   EXPECT_TRUE(logged) << "no WARN line naming the shed peer";
 }
 
+// Only a peer's own faults count against its address: a node refused for what a real node may
+// send through no act of its neighbours (a subscription off the allow-list) is answered every
+// time and never shed, so the nodes it shares an address with (a NAT) are not either.
+TEST_P(ProxyProtocolTest, RefusalsARealNodeMayGetNeverShedItsAddress) {
+  Start({"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8", "--max-refusals-per-peer", "2",
+         "--refusal-window", "1h", "--allowed-subscriptions",
+         "11111111-2222-3333-4444-555555555555"});
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<NodeConnection> refused = Node("127.0.0.2");
+    ASSERT_NE(refused, nullptr) << "call " << i + 1 << " was shed before TLS";
+    ASSERT_TRUE(refused->Call(files_.Token()));
+    EXPECT_TRUE(refused->ReadsToTheEnd()) << "the refusal did not end the connection";
+  }
+  WaitFor([&] { return lps_->AccessLog().size() == 5; }, kGenerous);
+  std::vector<nlohmann::json> access = lps_->AccessLog();
+  ASSERT_EQ(access.size(), 5u);
+  for (const auto& line : access) EXPECT_EQ(line["code"], "PERMISSION_DENIED");
+  EXPECT_EQ(Event("shed_refused_peer"), 0.0);
+}
+
 // The header is required: a client that reaches the service directly, without one, is refused
 // before TLS, counted and logged; the health port is not behind the proxy and needs none.
 TEST_P(ProxyProtocolTest, AConnectionWithoutTheHeaderIsRefused) {

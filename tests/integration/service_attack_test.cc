@@ -1783,6 +1783,69 @@ TEST_F(ServiceAttackTest, APatientAttackerHoldsNoConnectionPastTheFirstRequestTi
   ExpectStillServing();
 }
 
+// A NAT neighbour (issue 31): a pod and the nodes of its cluster reach the service from one
+// egress address, so the PROXY header names the same address for both. Here HAProxy sends
+// 127.0.0.1 for the node and the attacker alike, with the limit scaled to a 2 s window
+// (--max-refusals-per-peer 6: 3 faults a second, the default's rate).
+//  1. The issue's pod: garbage tokens at one a second ("ten every ten seconds"). Under the
+//     limit, so the address is never shed: the node is answered on at least 90% of its
+//     calls (all of them: nothing is shed).
+//  2. A flood of garbage tokens: the address is shed, one connection in four still let in.
+//     The flood's connections mostly end before TLS, and the node still gets some calls
+//     through (one arrival in four, so 35 calls all failing has odds of 4e-5).
+TEST_F(ServiceAttackTest, ANatNeighbourOfAGarbageTokenSenderIsStillAnswered) {
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(), {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8",
+                             "--max-refusals-per-peer", "6", "--refusal-window", "2s"});
+  StartService({}, flags);
+  StartNodeProxy();
+  const std::string garbage = "bm90IGEgZG9jdW1lbnQ=";
+  const uint16_t through_proxy = node_port();
+  std::atomic<int> answers_max{0}, unclosed{0};
+  CaseResult slow = RunAttack("NAT neighbour: one garbage token a second", 1, [&](AttackCtl& ctl) {
+    ctl.port = through_proxy;
+    const std::string block = RequestBlock({{"authorization", garbage}});
+    const std::string message = GrpcFrame(std::string("\x0a\x11") + "aksNodeController");
+    while (ctl.Running()) {
+      if (std::unique_ptr<H2Conn> c = H2Conn::Open(ctl.port, &ctl)) {
+        c->Send(h2::Headers(1, block, h2::kEndHeaders) + h2::Data(1, message, true));
+        ctl.stats.frames += 2;
+        for (int i = 0; i < 50 && !c->closed(); ++i) c->Pump(milliseconds(20));
+      }
+      for (int i = 0; i < 50 && ctl.Running(); ++i) std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  ExpectWithstood(slow);
+  EXPECT_GE(slow.node_ok * 10, slow.node_total * 9) << "the neighbour under 90%";
+  const std::string before = HttpGet(lps_->metrics_port(), "/metrics");
+  EXPECT_EQ(MetricValue(before, "lp_transport_events_total", {{"event", "shed_refused_peer"}})
+                .value_or(0),
+            0)
+      << "shed for a rate under the limit";
+
+  CaseResult flood = RunAttack("NAT neighbour: a flood of garbage tokens", 2, [&](AttackCtl& ctl) {
+    ctl.port = through_proxy;
+    BadTokenFlood(ctl, garbage, &answers_max, &unclosed);
+  });
+  std::cout << "[attack] NAT neighbour: node calls OK " << slow.node_ok << "/" << slow.node_total
+            << " under one garbage token a second, " << flood.node_ok << "/" << flood.node_total
+            << " under a flood" << std::endl;
+  ExpectBoundedMemory(flood);
+  EXPECT_GT(flood.node_ok, 0) << "the neighbour got nothing through while its address was shed";
+  const std::string after = HttpGet(lps_->metrics_port(), "/metrics");
+  const double shed =
+      MetricValue(after, "lp_transport_events_total", {{"event", "shed_refused_peer"}}).value_or(0);
+  const double refused =
+      MetricValue(after, "lp_requests_total", {{"code", "UNAUTHENTICATED"}}).value_or(0);
+  EXPECT_GT(shed, 0) << "the flood was never shed";
+  // Of the flood's connections that reached the service, most ended before TLS.
+  EXPECT_GT(shed, refused) << "shed " << shed << ", answered UNAUTHENTICATED " << refused;
+  // Within one window (2 s) of the flood's end the address is let in again.
+  EXPECT_TRUE(WaitFor(
+      [&] { return NodeCall(*files_, node_port(), *token_, seconds(2)).status.ok(); }, seconds(10)))
+      << "the neighbour still shed after the flood ended";
+}
+
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
   constexpr long kFdLimit = 256;
   constexpr size_t kIdleConnections = 2 * kFdLimit;

@@ -200,6 +200,7 @@ class GrpcServer::Impl::Loop {
     // without reading must not wake a loop that will not read it (level-triggered EPOLLIN).
     bool epollout = false;
     bool closing = false;        // flush what is owed, then close
+    bool at_fault = false;       // its TLS handshake failed or ran out (refused_peers.h)
     bool read_paused = false;    // stopped reading with bytes maybe left (in OpenSSL's buffer)
     bool resume_queued = false;  // in resume_
   };
@@ -523,6 +524,7 @@ void GrpcServer::Impl::Loop::Handshake(Connection* conn) {
   } else {
     server_->Report(TransportEvent::kHandshakeFailed, conn->peer,
                     ossl::DrainErrorsOr("the peer closed the connection"));
+    conn->at_fault = true;  // not TLS a node speaks: a handshake flood counts
   }
   Close(conn);
 }
@@ -677,7 +679,9 @@ void GrpcServer::Impl::Loop::UpdateInterest(Connection* conn, bool want_out) {
 
 void GrpcServer::Impl::Loop::Close(Connection* conn) {
   server_->Report(TransportEvent::kClosed, conn->peer);
-  if (conn->listener->proxy_protocol && conn->session && conn->session->closed_by_reply()) {
+  // Evidence that is this peer's own (refused_peers.h), once its PROXY header named it.
+  const bool at_fault = conn->at_fault || (conn->session && conn->session->peer_at_fault());
+  if (conn->listener->proxy_protocol && !conn->awaiting_proxy_header && at_fault) {
     server_->refused_peers->Record(conn->address, SteadyClock::now());
   }
   if (conn->peer_counted) server_->peer_counts.Release(conn->address);
@@ -714,6 +718,7 @@ void GrpcServer::Impl::Loop::Tick(SteadyClock::time_point now) {
       Close(conn);
     } else if (conn->handshaking) {
       server_->Report(TransportEvent::kHandshakeTimeout, conn->peer);
+      conn->at_fault = true;
       Close(conn);
     } else if (Pending(conn) > 0 &&
                now - conn->output_since >= server_->options.output_stall_timeout) {

@@ -498,6 +498,7 @@ void H2Session::OnTimer(SteadyClock::time_point now) {
   if (goaway_sent_) return;
   if (answered_ == 0 && now >= started_ + options_.limits.first_request_timeout) {
     // Nothing answered yet: whatever the connection holds open is not a call going well.
+    peer_at_fault_ = true;
     Fail(TransportEvent::kFirstRequestTimeout, NGHTTP2_NO_ERROR);
   } else if (streams_started_ > 0 && streams_open_ == 0 &&
              now >= idle_since_ + options_.limits.idle_timeout) {
@@ -586,6 +587,7 @@ void H2Session::Respond(Stream* stream, GrpcReply reply) {
   // it go first, but Python's h2 (under grpclib) closes its connection on a GOAWAY and then
   // raises a ProtocolError on the answer, so that caller would never read why it was refused.
   if (reply.close_connection) closed_by_reply_ = true;
+  if (reply.close_connection && reply.caller_at_fault) peer_at_fault_ = true;
   if (reply.close_connection || ++answered_ >= options_.limits.max_calls_per_connection) {
     ShutdownAfter(stream->id, stream->id);
   }

@@ -95,6 +95,11 @@ struct GrpcReply {
   // peer that is refused gets one answer per connection it pays a handshake for; the server
   // counts the connection against its peer's address (refused_peers.h).
   bool close_connection = false;
+  // With close_connection: the refusal is the caller's own doing (a missing, malformed or
+  // forged document), so it counts against the caller's address (refused_peers.h). Not for
+  // what a real node can be refused for through no act of the peer it shares an address with
+  // (an expired document, a subscription off the allow-list).
+  bool caller_at_fault = false;
 };
 
 class GrpcHandler {
@@ -148,6 +153,10 @@ class H2Session {
   size_t open_streams() const { return streams_open_; }
   // A reply asked for the connection's end (GrpcReply::close_connection): its caller was refused.
   bool closed_by_reply() const { return closed_by_reply_; }
+  // Evidence against the peer's address (refused_peers.h): a refusal that was the caller's
+  // own doing (GrpcReply::caller_at_fault), or a connection that had nothing answered by the
+  // first-request timeout.
+  bool peer_at_fault() const { return peer_at_fault_; }
 
  private:
   // GOAWAY with this last stream: later ones are refused (REFUSED_STREAM), earlier ones finish.
@@ -181,6 +190,7 @@ class H2Session {
   uint32_t streams_open_ = 0;
   bool goaway_sent_ = false;
   bool closed_by_reply_ = false;
+  bool peer_at_fault_ = false;
   bool peer_goaway_ = false;  // the peer is leaving: the end of the session is not an error
   int32_t goaway_last_stream_id_ = 0;  // the last stream our GOAWAY lets finish
   int32_t goaway_after_stream_ = 0;    // the GOAWAY is decided, and sent once this one is out

@@ -30,16 +30,23 @@ void RefusedPeers::Record(std::string_view address, TimePoint now) {
     slot.size = static_cast<uint8_t>(address.size());
     slot.window_end = now + limit_.window;
     slot.refusals = 0;
+    slot.shed_arrivals = 0;
   }
   if (slot.refusals < limit_.max_refusals) ++slot.refusals;
 }
 
-bool RefusedPeers::Shed(std::string_view address, TimePoint now) const {
+bool RefusedPeers::Shed(std::string_view address, TimePoint now) {
   if (limit_.max_refusals == 0 || address.empty() || address.size() > 16) return false;
   const size_t i = Index(address);
   std::lock_guard<std::mutex> lock(mu_[i % kShards]);
-  const Slot& slot = slots_[i];
-  return Holds(slot, address) && now < slot.window_end && slot.refusals >= limit_.max_refusals;
+  Slot& slot = slots_[i];
+  if (!Holds(slot, address) || now >= slot.window_end || slot.refusals < limit_.max_refusals) {
+    return false;
+  }
+  // Every admit_one_in-th arrival while shed is let in: a node behind the same address keeps
+  // a share of its calls, and the peer at fault a share of its cost.
+  if (limit_.admit_one_in <= 1) return false;
+  return ++slot.shed_arrivals % limit_.admit_one_in != 0;
 }
 
 }  // namespace hotfix::service

@@ -37,6 +37,24 @@ TEST(RefusedPeersTest, ShedFromTheLimitUntilTheWindowEnds) {
   EXPECT_FALSE(refused.Shed(kNode2, kStart + seconds(10)));
 }
 
+// While shed, one arrival in admit_one_in (4 by default) is let in: a node that shares the
+// address keeps a share of its calls. Deterministic: the 4th, 8th, 12th arrivals.
+TEST(RefusedPeersTest, WhileShedOneArrivalInFourIsLetIn) {
+  RefusedPeers refused = Limit(3);
+  for (int i = 0; i < 3; ++i) refused.Record(kNode2, kStart);
+  std::vector<int> let_in;
+  for (int arrival = 1; arrival <= 12; ++arrival) {
+    if (!refused.Shed(kNode2, kStart + seconds(1))) let_in.push_back(arrival);
+  }
+  EXPECT_EQ(let_in, (std::vector<int>{4, 8, 12}));
+  // A new window starts the count afresh.
+  refused.Record(kNode2, kStart + seconds(10));
+  EXPECT_FALSE(refused.Shed(kNode2, kStart + seconds(10))) << "1 fault of 3 in the new window";
+  RefusedPeers none = RefusedPeers(RefusedPeerLimit{.max_refusals = 1, .admit_one_in = 1});
+  none.Record(kNode2, kStart);
+  EXPECT_FALSE(none.Shed(kNode2, kStart)) << "admit_one_in 1 lets every arrival in";
+}
+
 TEST(RefusedPeersTest, ANewWindowCountsAfresh) {
   RefusedPeers refused = Limit(2);
   refused.Record(kNode2, kStart);
