@@ -217,7 +217,9 @@ std::string ClientHelloBytes() {
 class H2Conn {
  public:
   // TCP + TLS (ALPN h2) + preface and SETTINGS, then waits for the server's SETTINGS.
-  static std::unique_ptr<H2Conn> Open(uint16_t port, AttackCtl* ctl, bool respond = true) {
+  // `before_tls`: bytes sent first (a PROXY header, as a proxy would).
+  static std::unique_ptr<H2Conn> Open(uint16_t port, AttackCtl* ctl, bool respond = true,
+                                      std::string_view before_tls = {}) {
     auto fail = [ctl]() -> std::unique_ptr<H2Conn> {
       if (ctl) ++ctl->stats.connect_failures;
       return nullptr;
@@ -227,6 +229,11 @@ class H2Conn {
     if (fd < 0) return fail();
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!before_tls.empty() && send(fd, before_tls.data(), before_tls.size(), MSG_NOSIGNAL) !=
+                                   static_cast<ssize_t>(before_tls.size())) {
+      close(fd);
+      return fail();
+    }
     std::unique_ptr<H2Conn> c(new H2Conn(fd, ctl, respond));
     SSL_set_tlsext_host_name(c->ssl_, kApiserverFqdn);
     for (;;) {
@@ -1844,6 +1851,55 @@ TEST_F(ServiceAttackTest, ANatNeighbourOfAGarbageTokenSenderIsStillAnswered) {
   EXPECT_TRUE(WaitFor(
       [&] { return NodeCall(*files_, node_port(), *token_, seconds(2)).status.ok(); }, seconds(10)))
       << "the neighbour still shed after the flood ended";
+}
+
+// Azure's Private Link service NATs every private endpoint's connections to its own few
+// addresses and says which endpoint in the PROXY header (TLV 0xEE, the link ID). Two endpoints
+// behind one address (10.0.0.9, as the test, the proxy here, says): the one whose peer sends
+// garbage tokens is shed once past --max-refusals-per-peer 3, the other is answered, because
+// the link ID, not the shared address, is the key.
+TEST_F(ServiceAttackTest, TwoPrivateEndpointsBehindOneAddressAreCountedApart) {
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(), {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8",
+                             "--max-refusals-per-peer", "3", "--refusal-window", "1h"});
+  StartService({}, flags);
+  auto header = [](uint32_t link_id) {
+    const std::string addresses =
+        std::string("\x0a\x00\x00\x09\x7f\x00\x00\x01", 8) + "\x9c\x41\x20\xfb";
+    const std::string tlv =
+        std::string("\xee\x00\x05\x01", 4) +
+        std::string{static_cast<char>(link_id), static_cast<char>(link_id >> 8),
+                    static_cast<char>(link_id >> 16), static_cast<char>(link_id >> 24)};
+    const std::string block = addresses + tlv;
+    return std::string("\r\n\r\n\0\r\nQUIT\n", 12) + "\x21\x11" +
+           std::string{static_cast<char>(block.size() >> 8), static_cast<char>(block.size())} +
+           block;
+  };
+  const std::string message = GrpcFrame(std::string("\x0a\x11") + "aksNodeController");
+  auto call = [&](uint32_t link_id, const std::string& token) -> std::optional<int> {
+    std::unique_ptr<H2Conn> c = H2Conn::Open(lps_->port(), nullptr, true, header(link_id));
+    if (!c) return std::nullopt;  // closed before TLS
+    c->Send(h2::Headers(1, RequestBlock({{"authorization", token}}), h2::kEndHeaders) +
+            h2::Data(1, message, true));
+    for (auto until = steady_clock::now() + seconds(10);
+         !c->GrpcStatus(1) && !c->closed() && steady_clock::now() < until;) {
+      c->Pump(milliseconds(20));
+    }
+    return c->GrpcStatus(1);
+  };
+  constexpr uint32_t kAttacker = 0x0a0b0c0d, kNode = 0x01020304;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(call(kAttacker, "bm90IGEgZG9jdW1lbnQ="),
+              static_cast<int>(grpc::StatusCode::UNAUTHENTICATED));
+  }
+  EXPECT_EQ(call(kAttacker, "bm90IGEgZG9jdW1lbnQ="), std::nullopt)
+      << "the attacker's endpoint not shed";
+  EXPECT_EQ(call(kNode, *token_), 0) << "the other endpoint behind the same address was shed";
+  bool named = false;
+  for (const auto& line : lps_->AccessLog()) {
+    named |= line.value("peer", "").find(";azure-link-id=16909060") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << "no access-log line names the node's link ID";
 }
 
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {

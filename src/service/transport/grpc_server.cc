@@ -421,6 +421,14 @@ void GrpcServer::Impl::Loop::ReadProxyHeader(Connection* conn) {
     if (h.state == ProxyHeader::kComplete) {
       if (h.source) conn->peer = PeerName(*h.source, &conn->address);
       conn->arrived_on = h.destination;
+      if (h.azure_link_id) {
+        // Private endpoints share the Private Link service's NAT addresses: the link ID is
+        // the finer key (a 5-byte key, never an IPv4 or IPv6 address's 4 or 16 bytes).
+        const uint32_t id = *h.azure_link_id;
+        conn->address = {'\xee', static_cast<char>(id), static_cast<char>(id >> 8),
+                         static_cast<char>(id >> 16), static_cast<char>(id >> 24)};
+        conn->peer += ";azure-link-id=" + std::to_string(id);
+      }
       if (server_->refused_peers->Shed(conn->address, SteadyClock::now())) {
         server_->Report(TransportEvent::kShedRefusedPeer, conn->peer);
         Close(conn);

@@ -30,6 +30,12 @@ constexpr uint8_t kProtocolStream = 0x1;
 constexpr size_t kInetAddressBytes = 4 + 4 + 2 + 2;
 constexpr size_t kInet6AddressBytes = 16 + 16 + 2 + 2;
 
+// doc/proxy-protocol.txt, 2.2.7 (types 0xE0 to 0xEF are for custom use); Azure's Private Link
+// service: type 0xEE, then a subtype byte, 0x01 for the private endpoint's link ID.
+constexpr uint8_t kTlvTypeAzure = 0xEE;
+constexpr uint8_t kAzureSubtypeLinkId = 0x01;
+constexpr size_t kTlvHeaderBytes = 3;  // type, then a 16-bit length
+
 constexpr std::string_view kVersion1Tag = "PROXY ";
 constexpr size_t kMaxVersion1Bytes = 107;
 
@@ -73,6 +79,24 @@ sockaddr_storage SocketAddress(std::string_view address, uint16_t port) {
     in6->sin6_port = htons(port);
   }
   return out;
+}
+
+// The Azure link ID among the TLVs that follow the addresses, if one is there. TLVs that do not
+// fit are not read past (nothing here depends on the others; a short one ends the walk).
+std::optional<uint32_t> AzureLinkId(std::string_view tlvs) {
+  while (tlvs.size() >= kTlvHeaderBytes) {
+    const uint8_t type = Byte(tlvs, 0);
+    const size_t length = Uint16(tlvs, 1);
+    if (tlvs.size() - kTlvHeaderBytes < length) return std::nullopt;
+    const std::string_view value = tlvs.substr(kTlvHeaderBytes, length);
+    if (type == kTlvTypeAzure && value.size() == 5 && Byte(value, 0) == kAzureSubtypeLinkId) {
+      return static_cast<uint32_t>(Byte(value, 1)) | static_cast<uint32_t>(Byte(value, 2)) << 8 |
+             static_cast<uint32_t>(Byte(value, 3)) << 16 |
+             static_cast<uint32_t>(Byte(value, 4)) << 24;
+    }
+    tlvs.remove_prefix(kTlvHeaderBytes + length);
+  }
+  return std::nullopt;
 }
 
 // 1-5 digits, at most 65535.
@@ -158,19 +182,21 @@ ProxyHeader ParseVersion2(std::string_view bytes) {
   if (command == kCommandLocal || family == kFamilyUnspec || family == kFamilyUnix) return h;
   if (protocol != kProtocolStream) return Invalid("a PROXY command over an unspecified protocol");
   const std::string_view block = bytes.substr(kPrefixBytes, length);
-  // What follows the addresses (TLVs) is skipped: nothing here needs it.
+  // Of the TLVs after the addresses, only Azure's link ID is read.
   if (family == kFamilyInet) {
     if (block.size() < kInetAddressBytes) {
       return Invalid("IPv4 addresses in " + std::to_string(block.size()) + " bytes, not 12");
     }
     h.source = SocketAddress(block.substr(0, 4), Uint16(block, 8));
     h.destination = SocketAddress(block.substr(4, 4), Uint16(block, 10));
+    h.azure_link_id = AzureLinkId(block.substr(kInetAddressBytes));
   } else if (family == kFamilyInet6) {
     if (block.size() < kInet6AddressBytes) {
       return Invalid("IPv6 addresses in " + std::to_string(block.size()) + " bytes, not 36");
     }
     h.source = SocketAddress(block.substr(0, 16), Uint16(block, 32));
     h.destination = SocketAddress(block.substr(16, 16), Uint16(block, 34));
+    h.azure_link_id = AzureLinkId(block.substr(kInet6AddressBytes));
   }
   return h;
 }

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -48,6 +49,11 @@ struct ProxyHeader {
   // client dialed (a node that dialed its apiserver's IP sends no server name: the service
   // picks its certificate by this address, tls_server_context.h).
   std::optional<sockaddr_storage> destination;
+  // kComplete, version 2: the link ID of the Azure Private Endpoint the connection came
+  // through (the TLV PP2_TYPE_AZURE, 0xEE, subtype 0x01, a little-endian uint32, which Azure's
+  // Private Link service adds). Many endpoints reach a service through one NAT address; the
+  // link ID tells them apart, so the per-peer limits key on it where it is present.
+  std::optional<uint32_t> azure_link_id;
   Status error;  // kInvalid: what was wrong, naming the PROXY protocol
 };
 

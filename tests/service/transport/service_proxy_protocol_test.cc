@@ -84,6 +84,27 @@ TEST(ProxyProtocolTest, TlvsAfterTheAddressesAreSkipped) {
   EXPECT_EQ(SourceText(h), "192.0.2.7:40001");
 }
 
+// Azure's Private Link service adds TLV 0xEE: subtype 0x01 and the private endpoint's link ID,
+// a little-endian uint32. Read wherever it sits among the TLVs; anything else about it (another
+// subtype, another length) is not a link ID; TLVs that overrun the header end the walk.
+TEST(ProxyProtocolTest, AzurePrivateEndpointLinkIdIsRead) {
+  const std::string alpn = std::string("\x01\x00\x02h2", 5);
+  const std::string link = std::string("\xee\x00\x05\x01\x78\x56\x34\x12", 8);
+  ProxyHeader h = ParseProxyHeader(Header(0x21, 0x11, Ipv4Block("10.0.0.9", 1) + alpn + link));
+  ASSERT_EQ(h.state, ProxyHeader::kComplete) << h.error.ToString();
+  EXPECT_EQ(h.azure_link_id, 0x12345678u);
+  EXPECT_EQ(SourceText(h), "10.0.0.9:1");
+  for (const std::string& tlvs : {std::string("\xee\x00\x05\x02\x78\x56\x34\x12", 8),  // subtype
+                                  std::string("\xee\x00\x04\x01\x78\x56\x34", 7),      // short
+                                  std::string("\x01\x00\x09h2", 5) + link,             // overruns
+                                  std::string("\xee\x00", 2)}) {                       // cut
+    ProxyHeader other = ParseProxyHeader(Header(0x21, 0x11, Ipv4Block("10.0.0.9", 1) + tlvs));
+    ASSERT_EQ(other.state, ProxyHeader::kComplete) << other.error.ToString();
+    EXPECT_FALSE(other.azure_link_id.has_value());
+    EXPECT_EQ(SourceText(other), "10.0.0.9:1");
+  }
+}
+
 TEST(ProxyProtocolTest, LocalUnspecifiedAndUnixKeepTheConnectionsOwnPeer) {
   for (const std::string& header :
        {Header(0x20, 0x00, ""), Header(0x20, 0x11, Ipv4Block("192.0.2.7", 1)),
