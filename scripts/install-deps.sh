@@ -11,7 +11,7 @@ build=(build-essential cmake ninja-build pkg-config clang-format
        libboost-dev libcpp-httplib-dev libgtest-dev libgmock-dev
        libyaml-cpp-dev zlib1g-dev
        libarchive-dev libexpat1-dev)  # the repository fast path: tar/cpio payloads, repomd.xml
-service=(prometheus-cpp-dev libcivetweb-dev)
+service=(prometheus-cpp-dev libmicrohttpd-dev)  # the registry; the metrics listener's HTTP
 test=(haproxy tinyproxy nginx-light libnginx-mod-stream openssl netcat-openbsd procps iproute2
       strace clang libclang-rt-14-dev  # the ASan test build; libFuzzer: scripts/fuzz.sh
       nghttp2-client curl              # h2load and gRPC calls: bench/soak.sh's short form

@@ -14,6 +14,7 @@
 //   attacker (raw TLS, h2 frames) ---+
 //                                     +--> live-patching-service (fresh per case)
 //   node (libgrpc++, every 100 ms) ---+         VmRSS sampled every 50 ms
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -1900,6 +1901,86 @@ TEST_F(ServiceAttackTest, TwoPrivateEndpointsBehindOneAddressAreCountedApart) {
     named |= line.value("peer", "").find(";azure-link-id=16909060") != std::string::npos;
   }
   EXPECT_TRUE(named) << "no access-log line names the node's link ID";
+}
+
+// A scrape of /metrics as Prometheus makes it, from `source` (a loopback address of its own):
+// the HTTP status, or -1 when it was not answered within `timeout`.
+int ScrapeFrom(const char* source, uint16_t port, milliseconds timeout, std::string* body) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{}, to{};
+  from.sin_family = to.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &from.sin_addr);
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  to.sin_port = htons(port);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    close(fd);
+    return -1;
+  }
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: lps\r\nConnection: close\r\n\r\n";
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string response;
+  char buf[65536];
+  for (auto until = steady_clock::now() + timeout; steady_clock::now() < until;) {
+    if (!WaitFd(fd, POLLIN, milliseconds(50))) continue;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    response.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  if (response.rfind("HTTP/1.1 ", 0) != 0) return -1;
+  const size_t head_end = response.find("\r\n\r\n");
+  if (body != nullptr && head_end != std::string::npos) *body = response.substr(head_end + 4);
+  return std::stoi(response.substr(9, 3));
+}
+
+// The metrics listener (issue 31): civetweb gave each connection one of 2 threads, so two slow
+// peers stalled every scrape and the replica's counts never reached Prometheus. Now one epoll
+// thread holds connections as slots: two peers trickling a request a byte at a time, and 60
+// more connections held idle from the same address (past its 8), leave scrapes from another
+// address answered, each whole, while they last.
+TEST_F(ServiceAttackTest, SlowMetricsClientsNeverStarveAScrape) {
+  StartService({}, kMetricsFlags);
+  const uint16_t port = lps_->metrics_port();
+  std::vector<int> slow = ConnectMany(port, 2, seconds(2));
+  ASSERT_EQ(slow.size(), 2u);
+  std::vector<int> idle = ConnectMany(port, 60, seconds(2));
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: lps\r\nX-Slow: ";
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    for (size_t at = 0; !stop; ++at) {
+      for (int fd : slow) send(fd, request.data() + at % request.size(), 1, MSG_NOSIGNAL);
+      for (int i = 0; i < 10 && !stop; ++i) std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  int answered = 0;
+  double slowest = 0;
+  for (int i = 0; i < 10; ++i) {
+    std::string body;
+    const auto started = steady_clock::now();
+    answered += ScrapeFrom("127.0.0.2", port, seconds(2), &body) == 200 &&
+                body.find("lp_open_connections") != std::string::npos;
+    slowest =
+        std::max(slowest, std::chrono::duration<double>(steady_clock::now() - started).count());
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  // The slow peers are still being held (their requests unfinished), not closed to make room.
+  int slow_open = 0;
+  for (int fd : slow) {
+    char c;
+    slow_open += recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+  }
+  stop = true;
+  trickle.join();
+  for (int fd : slow) close(fd);
+  for (int fd : idle) close(fd);
+  std::cout << "[attack] metrics listener: 2 trickling peers and 60 idle connections from one "
+            << "address; scrapes from another answered " << answered << "/10, the slowest in "
+            << slowest << " s" << std::endl;
+  EXPECT_EQ(answered, 10);
+  EXPECT_LT(slowest, 2.0);
+  EXPECT_EQ(slow_open, 2) << "the trickling peers were closed: the test held nothing";
+  ExpectStillServing();
 }
 
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {

@@ -111,7 +111,7 @@ class ServiceFiles {
 
   // The flags every test starts with; ports 0, read back from the service's start-up line.
   // `components` replaces the components folder. No metrics port unless a test adds
-  // kMetricsFlags: its HTTP server (civetweb) takes up to 2 s to stop.
+  // kMetricsFlags.
   std::vector<std::string> Args(const std::vector<std::string>& extra = {},
                                 const std::filesystem::path& components = {}) const {
     std::vector<std::string> args = {BinDir() + "/live-patching-service",

@@ -73,9 +73,7 @@ class PrometheusMetrics : public Metrics {
 
   // Serves the text format over HTTP at /metrics on listen ("ADDR:PORT"; port 0 picks one),
   // with the families of `sources` computed at each scrape, and the rollouts' JSON at /rollouts
-  // when sources.rollouts is set. Fails (instead of throwing, as civetweb's C++ API does) when
-  // the address cannot be bound. Call it last at start-up: stopping the HTTP server (civetweb)
-  // can take up to 2 s.
+  // when sources.rollouts is set (metrics_http.h). Fails when the address cannot be bound.
   Status Listen(const std::string& listen, ScrapedSources sources = {});
   // lp_max_connections, and lp_memory_limit_bytes when memory_limit > 0: the connection cap
   // and the limit it derives from (memory_budget.h), once the listeners exist.
