@@ -74,8 +74,11 @@ int main(int argc, char** argv) {
   }
   TrivialHandler handler(config);
   hotfix::service::GrpcServerOptions options;  // the service's defaults, limits included
-  options.listeners.push_back(
-      {.address = listen, .tls = true, .handler = &handler, .flag = "--listen"});
+  hotfix::service::ListenerSpec listener;
+  listener.address = listen;
+  listener.handler = &handler;
+  listener.flag = "--listen";
+  options.listeners.push_back(std::move(listener));
   options.tls = tls->get();
   // The bench connects everything from 127.0.0.1, idle connections included.
   options.max_connections_per_peer = 1000000;

@@ -176,11 +176,12 @@ Status Server::Impl::StartGrpc() {
   }
   kept_bytes = std::make_unique<KeptBytesBudget>(KeptBytesBudgetFor(budget));
   options.kept_bytes = kept_bytes.get();
-  options.listeners.push_back({.address = config.listen,
-                               .tls = true,
-                               .handler = tls_handler.get(),
-                               .flag = "--listen",
-                               .proxy_protocol = config.proxy_protocol});
+  ListenerSpec tls_listener;
+  tls_listener.address = config.listen;
+  tls_listener.handler = tls_handler.get();
+  tls_listener.flag = "--listen";
+  tls_listener.proxy_protocol = config.proxy_protocol;
+  options.listeners.push_back(std::move(tls_listener));
   if (config.proxy_protocol) {
     StatusOr<PeerNetworks> from =
         PeerNetworks::Parse(config.proxy_protocol_from, "--proxy-protocol-from");
@@ -196,12 +197,14 @@ Status Server::Impl::StartGrpc() {
     // kubelet's gRPC probe speaks plaintext only: this port answers health and nothing else,
     // so the token never travels unencrypted.
     // It stays open through a drain, answering NOT_SERVING, until the process exits.
-    options.listeners.push_back({.address = config.health_listen,
-                                 .tls = false,
-                                 .handler = health.get(),
-                                 .flag = "--health-listen",
-                                 .open_while_draining = true,
-                                 .own_max_connections = kHealthConnections});
+    ListenerSpec health_listener;
+    health_listener.address = config.health_listen;
+    health_listener.tls = false;
+    health_listener.handler = health.get();
+    health_listener.flag = "--health-listen";
+    health_listener.open_while_draining = true;
+    health_listener.own_max_connections = kHealthConnections;
+    options.listeners.push_back(std::move(health_listener));
   }
   options.tls = tls.get();
   options.tls_refresh = config.tls_refresh;

@@ -1000,8 +1000,12 @@ TEST(LivePatchingServiceInProcessTest, StoreNotLoadedYetIsUnavailable) {
 
   // The service's own server, plaintext (h2c) for the test's client.
   service::GrpcServerOptions server_options;
-  server_options.listeners.push_back(
-      {.address = "127.0.0.1:0", .tls = false, .handler = &impl, .flag = "--listen"});
+  service::ListenerSpec listener;
+  listener.address = "127.0.0.1:0";
+  listener.tls = false;
+  listener.handler = &impl;
+  listener.flag = "--listen";
+  server_options.listeners.push_back(std::move(listener));
   server_options.kept_metadata = {"authorization"};
   server_options.threads = 1;
   auto server = service::GrpcServer::Start(std::move(server_options));
