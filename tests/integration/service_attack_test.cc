@@ -1886,6 +1886,12 @@ TEST_F(ServiceAttackTest, TwoPrivateEndpointsBehindOneAddressAreCountedApart) {
          !c->GrpcStatus(1) && !c->closed() && steady_clock::now() < until;) {
       c->Pump(milliseconds(20));
     }
+    // A refusal ends the connection, and the service counts it as it closes: read to the end
+    // so that the next connection comes after the count, not racing it.
+    for (auto until = steady_clock::now() + seconds(10);
+         c->GrpcStatus(1) != 0 && !c->closed() && steady_clock::now() < until;) {
+      c->Pump(milliseconds(20));
+    }
     return c->GrpcStatus(1);
   };
   constexpr uint32_t kAttacker = 0x0a0b0c0d, kNode = 0x01020304;

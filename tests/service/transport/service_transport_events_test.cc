@@ -32,6 +32,7 @@ TEST(TransportEventNameTest, EveryEventHasItsLabel) {
       "output_stalled",
       "proxy_header_invalid",
       "proxy_header_timeout",
+      "proxy_peer_not_allowed",
       "kept_bytes_over_budget",
       "unknown_server_name",
   };
