@@ -1989,6 +1989,58 @@ TEST_F(ServiceAttackTest, SlowMetricsClientsNeverStarveAScrape) {
   ExpectStillServing();
 }
 
+// A handshake flood (issue 31): connection after connection from 127.0.0.3, through HAProxy
+// (which names 127.0.0.3 in its PROXY header), sending bytes that are no ClientHello. Each
+// failed handshake is the peer's own fault and counts against its address (scaled:
+// --max-refusals-per-peer 6 in 2 s), so the address is shed before TLS; the node at 127.0.0.1,
+// through the same HAProxy, is served on every call.
+TEST_F(ServiceAttackTest, AHandshakeFloodShedsItsAddressNotTheNodes) {
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(), {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8",
+                             "--max-refusals-per-peer", "6", "--refusal-window", "2s"});
+  StartService({}, flags);
+  StartNodeProxy();
+  const uint16_t through_proxy = node_port();
+  CaseResult r =
+      RunAttack("handshake flood from 127.0.0.3 through HAProxy", 2, [&](AttackCtl& ctl) {
+        const std::string junk = "GET / HTTP/1.1\r\nHost: lps\r\n\r\n";
+        while (ctl.Running()) {
+          int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+          sockaddr_in from{}, to{};
+          from.sin_family = to.sin_family = AF_INET;
+          inet_pton(AF_INET, "127.0.0.3", &from.sin_addr);
+          inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+          to.sin_port = htons(through_proxy);
+          if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+              connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+            ++ctl.stats.connect_failures;
+            close(fd);
+            continue;
+          }
+          ++ctl.stats.connections;
+          if (send(fd, junk.data(), junk.size(), MSG_NOSIGNAL) > 0) ++ctl.stats.frames;
+          char buf[256];
+          for (auto until = steady_clock::now() + seconds(1); steady_clock::now() < until;) {
+            if (!WaitFd(fd, POLLIN, milliseconds(50))) continue;
+            if (recv(fd, buf, sizeof buf, MSG_DONTWAIT) <= 0) break;
+          }
+          close(fd);
+        }
+      });
+  ExpectWithstood(r);
+  const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
+  const double failed =
+      MetricValue(metrics, "lp_transport_events_total", {{"event", "handshake_failed"}})
+          .value_or(0);
+  const double shed =
+      MetricValue(metrics, "lp_transport_events_total", {{"event", "shed_refused_peer"}})
+          .value_or(0);
+  std::cout << "[attack] handshake flood: " << failed << " handshakes failed, " << shed
+            << " connections shed before TLS" << std::endl;
+  EXPECT_GE(failed, 6);
+  EXPECT_GT(shed, failed) << "the flooding address was not shed";
+}
+
 TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
   constexpr long kFdLimit = 256;
   constexpr size_t kIdleConnections = 2 * kFdLimit;
