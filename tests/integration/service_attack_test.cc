@@ -1128,6 +1128,18 @@ void CbcOnlyHandshakes(AttackCtl& ctl, std::atomic<int>* accepted) {
   }
 }
 
+// The end of a case: the node's calls and the memory watch stopped, their figures into `r`.
+void StopAndRecord(NodeClient& node, RssWatch& rss, CaseResult* r) {
+  node.Stop();
+  rss.Stop();
+  r->peak_kb = rss.peak_kb();
+  r->rss_aborted = rss.aborted();
+  r->service_gone = rss.gone();
+  r->node_ok = node.ok();
+  r->node_total = node.total();
+  r->node_failures = node.failures();
+}
+
 // ---- The fixture -------------------------------------------------------------------------
 
 class ServiceAttackTest : public ::testing::Test {
@@ -1170,6 +1182,43 @@ class ServiceAttackTest : public ::testing::Test {
   }
 
   pid_t pid() { return lps_->process().pid(); }
+
+  // The service with metrics and --proxy-protocol behind StartNodeProxy's HAProxy, shedding
+  // scaled to a 2 s window: --max-refusals-per-peer 6 is 3 faults a second, the default's rate.
+  // lp_transport_events_total{event} once it is `expected`, or what it is after 10 s: the
+  // service counts a connection's event as it closes it, which may follow the client's end.
+  std::optional<double> EventCountOnceAt(const std::string& event, double expected) {
+    std::optional<double> count;
+    WaitFor(
+        [&] {
+          count = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"),
+                              "lp_transport_events_total", {{"event", event}});
+          return count == expected;
+        },
+        seconds(10));
+    return count;
+  }
+
+  // `token` replayed, 4 calls pipelined on each of connection after connection: each
+  // connection gets one answer, the refusal, and is closed after it.
+  CaseResult RunReplay(const std::string& name, const std::string& token) {
+    std::atomic<int> answers_max{0}, unclosed{0};
+    CaseResult r = RunAttack(
+        name, 2, [&](AttackCtl& ctl) { BadTokenFlood(ctl, token, &answers_max, &unclosed); });
+    ExpectWithstood(r);
+    EXPECT_EQ(answers_max.load(), 1) << "answers on one connection after its identity was refused";
+    EXPECT_EQ(unclosed.load(), 0) << "connections the service left open after the refusal";
+    EXPECT_GE(r.connections, 10u) << r.stats;
+    return r;
+  }
+
+  void StartShedServiceBehindHaproxy() {
+    std::vector<std::string> flags = kMetricsFlags;
+    flags.insert(flags.end(), {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8",
+                               "--max-refusals-per-peer", "6", "--refusal-window", "2s"});
+    StartService({}, flags);
+    StartNodeProxy();
+  }
 
   // Where the node's calls go: the service, or (--proxy-protocol cases) a real HAProxy that
   // forwards TCP to it with send-proxy-v2, as Envoy does (libgrpc++ offers ALPN h2 alone,
@@ -1225,14 +1274,7 @@ backend lps
       }
       ctl.stop = true;
       for (auto& t : attackers) t.join();
-      node.Stop();
-      rss.Stop();
-      r.peak_kb = rss.peak_kb();
-      r.rss_aborted = rss.aborted();
-      r.service_gone = rss.gone();
-      r.node_ok = node.ok();
-      r.node_total = node.total();
-      r.node_failures = node.failures();
+      StopAndRecord(node, rss, &r);
     }
     r.seconds = std::chrono::duration<double>(steady_clock::now() - started).count();
     r.connections = ctl.stats.connections;
@@ -1367,14 +1409,7 @@ TEST_F(ServiceAttackTest, BadTokensGetOneAnswerPerConnection) {
   CertAndKey signer = IssueImdsSigner(foreign);
   const std::string token = files_->Token({}, &signer);
   StartService({}, {"--metrics-listen", "127.0.0.1:0"});
-  std::atomic<int> answers_max{0}, unclosed{0};
-  CaseResult r =
-      RunAttack("untrusted tokens, 4 calls pipelined per connection", 2,
-                [&](AttackCtl& ctl) { BadTokenFlood(ctl, token, &answers_max, &unclosed); });
-  ExpectWithstood(r);
-  EXPECT_EQ(answers_max.load(), 1) << "answers on one connection after its identity was refused";
-  EXPECT_EQ(unclosed.load(), 0) << "connections the service left open after the refusal";
-  EXPECT_GE(r.connections, 10u) << r.stats;
+  CaseResult r = RunReplay("untrusted tokens, 4 calls pipelined per connection", token);
   // The repeated token was checked once (the legit node's is another) and then refused for
   // the price of its hash.
   const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
@@ -1401,14 +1436,7 @@ TEST_F(ServiceAttackTest, AStaleTokenReplayedIsRefusedForAHash) {
   old.expires_on = old.created_on + std::chrono::hours(6);
   const std::string token = files_->Token(old);
   StartService({}, {"--metrics-listen", "127.0.0.1:0"});
-  std::atomic<int> answers_max{0}, unclosed{0};
-  CaseResult r =
-      RunAttack("a stale token replayed, 4 calls pipelined per connection", 2,
-                [&](AttackCtl& ctl) { BadTokenFlood(ctl, token, &answers_max, &unclosed); });
-  ExpectWithstood(r);
-  EXPECT_EQ(answers_max.load(), 1) << "answers on one connection after its identity was refused";
-  EXPECT_EQ(unclosed.load(), 0);
-  EXPECT_GE(r.connections, 10u) << r.stats;
+  CaseResult r = RunReplay("a stale token replayed, 4 calls pipelined per connection", token);
   const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
   EXPECT_GE(MetricValue(metrics, "lp_identity_failures_total", {{"reason", "expired"}}).value_or(0),
             static_cast<double>(r.connections));
@@ -1466,14 +1494,7 @@ TEST_F(ServiceAttackTest, APermissionDeniedDocumentReplayedCostsAHash) {
   std::vector<std::string> flags = kMetricsFlags;
   flags.insert(flags.end(), {"--allowed-subscriptions", AttestedDocumentFields{}.subscription_id});
   StartService({}, flags);
-  std::atomic<int> answers_max{0}, unclosed{0};
-  CaseResult r =
-      RunAttack("a foreign subscription's document replayed, 4 calls pipelined", 2,
-                [&](AttackCtl& ctl) { BadTokenFlood(ctl, token, &answers_max, &unclosed); });
-  ExpectWithstood(r);
-  EXPECT_EQ(answers_max.load(), 1) << "answers on one connection after it was refused";
-  EXPECT_EQ(unclosed.load(), 0);
-  EXPECT_GE(r.connections, 10u) << r.stats;
+  CaseResult r = RunReplay("a foreign subscription's document replayed, 4 calls pipelined", token);
   const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
   EXPECT_LE(MetricValue(metrics, "lp_identity_verifications_total").value_or(1e9), 3);
   EXPECT_GE(MetricValue(metrics, "lp_identity_cache_hits_total").value_or(0),
@@ -1621,15 +1642,8 @@ TEST_F(ServiceAttackTest, GarbageProxyHeadersAreRefusedAtOnce) {
   ExpectWithstood(r);
   EXPECT_EQ(unclosed.load(), 0) << "connections not closed within a second of their opening";
   // Each refused connection counted once (the node's, through HAProxy, are not refused).
-  std::optional<double> invalid;
-  WaitFor(
-      [&] {
-        invalid = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"),
-                              "lp_transport_events_total", {{"event", "proxy_header_invalid"}});
-        return invalid == static_cast<double>(r.connections);
-      },
-      seconds(10));
-  EXPECT_EQ(invalid, static_cast<double>(r.connections));
+  EXPECT_EQ(EventCountOnceAt("proxy_header_invalid", static_cast<double>(r.connections)),
+            static_cast<double>(r.connections));
 }
 
 // Only the proxy's address may send a PROXY header (--proxy-protocol-from 127.0.0.2/32, where
@@ -1649,15 +1663,8 @@ TEST_F(ServiceAttackTest, AProxyHeaderFromOutsideTheProxiesNetworksIsRefused) {
   EXPECT_GE(r.connections, 10u) << r.stats;
   EXPECT_EQ(handshaken.load(), 0) << "connections from outside that got TLS bytes back";
   EXPECT_EQ(unclosed.load(), 0) << "connections from outside not closed within a second";
-  std::optional<double> refused;
-  WaitFor(
-      [&] {
-        refused = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"),
-                              "lp_transport_events_total", {{"event", "proxy_peer_not_allowed"}});
-        return refused == static_cast<double>(r.connections);
-      },
-      seconds(10));
-  EXPECT_EQ(refused, static_cast<double>(r.connections));
+  EXPECT_EQ(EventCountOnceAt("proxy_peer_not_allowed", static_cast<double>(r.connections)),
+            static_cast<double>(r.connections));
   // No call was ever made as 10.1.2.3: every access-log line is the node's, through HAProxy.
   for (const auto& line : lps_->AccessLog()) {
     EXPECT_EQ(line.value("peer", "").rfind("ipv4:10.1.2.3:", 0), std::string::npos) << line.dump();
@@ -1757,14 +1764,7 @@ TEST_F(ServiceAttackTest, APatientAttackerHoldsNoConnectionPastTheFirstRequestTi
       }
       std::this_thread::sleep_for(milliseconds(20));
     }
-    node.Stop();
-    rss.Stop();
-    r.peak_kb = rss.peak_kb();
-    r.rss_aborted = rss.aborted();
-    r.service_gone = rss.gone();
-    r.node_ok = node.ok();
-    r.node_total = node.total();
-    r.node_failures = node.failures();
+    StopAndRecord(node, rss, &r);
   }
   size_t closed = 0;
   double longest = 0;
@@ -1802,11 +1802,7 @@ TEST_F(ServiceAttackTest, APatientAttackerHoldsNoConnectionPastTheFirstRequestTi
 //     The flood's connections mostly end before TLS, and the node still gets some calls
 //     through (one arrival in four, so 35 calls all failing has odds of 4e-5).
 TEST_F(ServiceAttackTest, ANatNeighbourOfAGarbageTokenSenderIsStillAnswered) {
-  std::vector<std::string> flags = kMetricsFlags;
-  flags.insert(flags.end(), {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8",
-                             "--max-refusals-per-peer", "6", "--refusal-window", "2s"});
-  StartService({}, flags);
-  StartNodeProxy();
+  StartShedServiceBehindHaproxy();
   const std::string garbage = "bm90IGEgZG9jdW1lbnQ=";
   const uint16_t through_proxy = node_port();
   std::atomic<int> answers_max{0}, unclosed{0};
@@ -1909,9 +1905,9 @@ TEST_F(ServiceAttackTest, TwoPrivateEndpointsBehindOneAddressAreCountedApart) {
   EXPECT_TRUE(named) << "no access-log line names the node's link ID";
 }
 
-// A scrape of /metrics as Prometheus makes it, from `source` (a loopback address of its own):
-// the HTTP status, or -1 when it was not answered within `timeout`.
-int ScrapeFrom(const char* source, uint16_t port, milliseconds timeout, std::string* body) {
+// A blocking TCP connection to 127.0.0.1:port from `source` (a loopback address of its own,
+// so the service sees another peer), or -1.
+int ConnectFrom(const char* source, uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in from{}, to{};
   from.sin_family = to.sin_family = AF_INET;
@@ -1923,6 +1919,14 @@ int ScrapeFrom(const char* source, uint16_t port, milliseconds timeout, std::str
     close(fd);
     return -1;
   }
+  return fd;
+}
+
+// A scrape of /metrics as Prometheus makes it, from `source`: the HTTP status, or -1 when it
+// was not answered within `timeout`.
+int ScrapeFrom(const char* source, uint16_t port, milliseconds timeout, std::string* body) {
+  int fd = ConnectFrom(source, port);
+  if (fd < 0) return -1;
   const std::string request = "GET /metrics HTTP/1.1\r\nHost: lps\r\nConnection: close\r\n\r\n";
   send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string response;
@@ -1995,26 +1999,15 @@ TEST_F(ServiceAttackTest, SlowMetricsClientsNeverStarveAScrape) {
 // --max-refusals-per-peer 6 in 2 s), so the address is shed before TLS; the node at 127.0.0.1,
 // through the same HAProxy, is served on every call.
 TEST_F(ServiceAttackTest, AHandshakeFloodShedsItsAddressNotTheNodes) {
-  std::vector<std::string> flags = kMetricsFlags;
-  flags.insert(flags.end(), {"--proxy-protocol", "--proxy-protocol-from", "127.0.0.0/8",
-                             "--max-refusals-per-peer", "6", "--refusal-window", "2s"});
-  StartService({}, flags);
-  StartNodeProxy();
+  StartShedServiceBehindHaproxy();
   const uint16_t through_proxy = node_port();
   CaseResult r =
       RunAttack("handshake flood from 127.0.0.3 through HAProxy", 2, [&](AttackCtl& ctl) {
         const std::string junk = "GET / HTTP/1.1\r\nHost: lps\r\n\r\n";
         while (ctl.Running()) {
-          int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-          sockaddr_in from{}, to{};
-          from.sin_family = to.sin_family = AF_INET;
-          inet_pton(AF_INET, "127.0.0.3", &from.sin_addr);
-          inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-          to.sin_port = htons(through_proxy);
-          if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
-              connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+          int fd = ConnectFrom("127.0.0.3", through_proxy);
+          if (fd < 0) {
             ++ctl.stats.connect_failures;
-            close(fd);
             continue;
           }
           ++ctl.stats.connections;

@@ -101,43 +101,40 @@ class ServiceRefusalClientsTest : public ::testing::Test {
     return out;
   }
 
+  // `program script` with the flags both script clients take, run to its end.
+  RunResult RunScriptClient(const std::string& program, const std::string& script,
+                            const std::string& token) {
+    SpawnOptions spawn;
+    spawn.argv = {program,
+                  script,
+                  "--addr",
+                  LoopbackAddress(lps_->port()),
+                  "--ca",
+                  WritePemFile(files_.dir().path(), "ca-" + std::to_string(++tokens_) + ".pem",
+                               files_.tls_ca().cert_pem())
+                      .string(),
+                  "--server-name",
+                  kApiserverFqdn,
+                  "--token-file",
+                  TokenFile(token)};
+    return RunProcess(std::move(spawn), std::chrono::seconds(60));
+  }
+
   ClientResult CallWithGrpcJs(const std::string& token) {
     const std::filesystem::path dir = BuildDir() / "grpcjs";
     EXPECT_TRUE(std::filesystem::exists(dir / "node_modules" / "@grpc" / "grpc-js"))
         << dir << " has no grpc-js: the grpcjs_client target runs `npm ci` there";
-    SpawnOptions spawn;
-    spawn.argv = {"node",
-                  (dir / "call.js").string(),
-                  "--addr",
-                  LoopbackAddress(lps_->port()),
-                  "--ca",
-                  WritePemFile(files_.dir().path(), "ca-" + std::to_string(++tokens_) + ".pem",
-                               files_.tls_ca().cert_pem())
-                      .string(),
-                  "--server-name",
-                  kApiserverFqdn,
-                  "--token-file",
-                  TokenFile(token)};
-    return FromJsonLine(RunProcess(std::move(spawn), std::chrono::seconds(60)), "code", "details");
+    return FromJsonLine(RunScriptClient("node", (dir / "call.js").string(), token), "code",
+                        "details");
   }
 
   ClientResult CallWithPythonH2(const std::string& token) {
-    SpawnOptions spawn;
     // Debian's interpreter, where python3-h2 is installed (not a python3 earlier on PATH).
-    spawn.argv = {"/usr/bin/python3",
-                  (SourceDir() / "tests/integration/clients/h2_grpc_call.py").string(),
-                  "--addr",
-                  LoopbackAddress(lps_->port()),
-                  "--ca",
-                  WritePemFile(files_.dir().path(), "ca-" + std::to_string(++tokens_) + ".pem",
-                               files_.tls_ca().cert_pem())
-                      .string(),
-                  "--server-name",
-                  kApiserverFqdn,
-                  "--token-file",
-                  TokenFile(token)};
-    return FromJsonLine(RunProcess(std::move(spawn), std::chrono::seconds(60)), "status",
-                        "message");
+    return FromJsonLine(
+        RunScriptClient("/usr/bin/python3",
+                        (SourceDir() / "tests/integration/clients/h2_grpc_call.py").string(),
+                        token),
+        "status", "message");
   }
 
   // Every client: refused for a malformed document, refused for a foreign subscription, and
