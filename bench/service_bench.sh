@@ -123,7 +123,8 @@ else
     --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
     --components-dir "$work/etc/components" \
     --attestation-roots "$work/etc/imds-root.pem" --metrics-listen "127.0.0.1:$metrics_port" \
-    --max-connections-per-peer 100000 >"$work/cxx.log" 2>&1 &
+    --max-connections-per-peer 100000 --max-calls-per-connection 1000000000 \
+    >"$work/cxx.log" 2>&1 &
   cxx_pid=$!
   pids+=($!)
   "$goserver" --listen "127.0.0.1:$go_port" --tls-cert "$work/etc/lps.pem" \

@@ -89,10 +89,12 @@ stack_start_imds "$bin" "$imds_port" "$work/etc/imds-root.pem" "$work/imds.log"
 
 # Every connection comes from 127.0.0.1 (HAProxy's and connhold's): the per-peer cap is sized
 # for one proxy carrying the whole load, as docs/SERVICE.md says to size it behind a proxy.
+# h2load never opens a new connection after a GOAWAY: its connections may make every call of
+# the run (a node makes one per connection, the default's 64 is for nodes).
 "$bin/live-patching-service" --listen "127.0.0.1:$svc_port" \
   --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key" \
   --components-dir "$work/etc/components" --attestation-roots "$work/etc/imds-root.pem" \
-  --max-connections-per-peer 100000 \
+  --max-connections-per-peer 100000 --max-calls-per-connection 1000000000 \
   --metrics-listen "127.0.0.1:$metrics_port" >"$work/service.log" 2>&1 &
 svc_pid=$!
 pids+=($!)

@@ -426,6 +426,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "node's; behind a proxy without it, the proxy's); more are closed at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  app.add_option("--max-calls-per-connection", c.max_calls_per_connection,
+                 "answers one connection gets before GOAWAY (a node makes one call per "
+                 "connection; a load generator that never reconnects wants more)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000000));
   app.add_option("--max-refusals-per-peer", c.max_refusals_per_peer,
                  "with --proxy-protocol: a source address at fault this many times within "
                  "--refusal-window (documents missing, malformed or forged, TLS handshakes failed, "

@@ -163,6 +163,7 @@ Status Server::Impl::StartGrpc() {
   } else if ((limit = CgroupMemoryLimit())) {
     memory_limit_from = "cgroup";
   }
+  options.limits.max_calls_per_connection = config.max_calls_per_connection;
   size_t max_connections = config.max_connections;
   if (limit) {
     StatusOr<ConnectionBudget> b = BudgetConnections(*limit, ResidentBytes(), options.limits);

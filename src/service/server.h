@@ -24,6 +24,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "service/transport/h2_session.h"
 
 namespace hotfix::service {
 
@@ -74,6 +75,8 @@ struct ServerConfig {
   uint64_t memory_limit = 0;
   // Per source address: with proxy_protocol the node's, else (behind a proxy) the proxy's.
   size_t max_connections_per_peer = 512;
+  // Answers per connection before GOAWAY (H2Limits::max_calls_per_connection).
+  uint32_t max_calls_per_connection = H2Limits{}.max_calls_per_connection;
   // With proxy_protocol: an address refused this many times within refusal_window is shed
   // before TLS for the rest of that window (refused_peers.h). 0: never.
   uint32_t max_refusals_per_peer = 30;

@@ -897,6 +897,7 @@ TEST(LiveServiceCliTest, HelpListsEveryFlag) {
                            "--proxy-protocol-from",
                            "--max-refusals-per-peer",
                            "--refusal-window",
+                           "--max-calls-per-connection",
                            "--version"}) {
     EXPECT_THAT(r.stdout_text, HasSubstr(flag));
   }
