@@ -12,8 +12,10 @@
 // max_connections_per_peer for one source address, a new connection is accepted and closed at
 // once (counted, never blocking the listener); when accept() fails for lack of file
 // descriptors, one connection is shed with a reserved descriptor, the listener keeps
-// accepting, and accepting() says false until an accept succeeds again. Behind a PROXY header,
-// an address whose callers keep being refused is shed before the handshake (refused_peers).
+// accepting, and accepting() says false until an accept succeeds again. A listener apart (the
+// health port) has a cap of its own. Behind a PROXY header, only the proxies' networks may
+// connect, and an address whose peers keep being at fault is mostly shed before the handshake
+// (refused_peers.h).
 #pragma once
 
 #include <chrono>
