@@ -63,6 +63,10 @@ debian_kubectl() {
   rm -rf "$tmp"
 }
 
+# npm for grpc-js, the Node.js gRPC service_refusal_clients_test calls with (Debian 12 does not
+# package grpc-js; npm installs the versions tests/integration/clients/grpcjs pins). Machines
+# of this kind carry Node.js with its npm; elsewhere Debian's npm (and nodejs) does.
+if ! command -v npm >/dev/null 2>&1; then test+=(npm); fi
 want=("${build[@]}" "${service[@]}" "${test[@]}")
 if [[ "${1:-}" == "--bench" ]]; then want+=("${bench[@]}"); fi
 
