@@ -7,7 +7,8 @@
 // Properties:
 // - a complete header is 15 ("PROXY UNKNOWN\r\n") to kMaxProxyHeaderBytes bytes, no more than were
 // given, and its
-//   source, when there is one, is an IPv4 or IPv6 address;
+//   source, when there is one, is an IPv4 or IPv6 address; an Azure link ID comes only with a
+//   source, and from the header's own bytes;
 // - the answer does not depend on what follows a complete header, and every shorter prefix of
 //   it needs more (a header is never judged before it is whole);
 // - needing more, it asks for more than it has and never past the cap (a reader that takes
@@ -36,6 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const ProxyHeader alone = ParseProxyHeader(bytes.substr(0, h.size));
       FUZZ_CHECK(alone.state == ProxyHeader::kComplete && alone.size == h.size);
       FUZZ_CHECK(alone.source.has_value() == h.source.has_value());
+      // The link ID is the header's own: what follows it cannot make or change one.
+      FUZZ_CHECK(alone.azure_link_id == h.azure_link_id);
+      if (h.azure_link_id) FUZZ_CHECK(h.source.has_value());
       for (size_t n = 0; n < h.size; ++n) {
         FUZZ_CHECK(ParseProxyHeader(bytes.substr(0, n)).state == ProxyHeader::kNeedMore);
       }
