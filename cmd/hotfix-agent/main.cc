@@ -78,21 +78,39 @@ struct CheckHotfixFlags {
   hotfix::LogLevel min_level = hotfix::LogLevel::kInfo;  // from log_level
 };
 
-void AddCheckHotfixFlags(CLI::App& cmd, CheckHotfixFlags& f) {
-  cmd.add_option("--node-config", f.node_config, "AKSNodeConfig JSON: apiserver FQDN and CA")
+// How a command reaches the service, the same five flags wherever it calls it (check-hotfix's
+// fetch, the outcome reports); `purpose` ends the first two's help.
+struct LpsRouteFlagTargets {
+  std::string* node_config;
+  std::string* nbc_cmd;
+  std::string* imds_url;
+  std::string* connect_to;
+  std::string* server_name;
+};
+
+void AddLpsRouteFlags(CLI::App& cmd, const LpsRouteFlagTargets& to, const std::string& purpose) {
+  cmd.add_option("--node-config", *to.node_config,
+                 "AKSNodeConfig JSON: apiserver FQDN and CA" + purpose)
       ->capture_default_str();
-  cmd.add_option("--nbc-cmd", f.nbc_cmd, "CSE command read when the node config is absent")
+  cmd.add_option("--nbc-cmd", *to.nbc_cmd,
+                 "CSE command read when the node config is absent" + purpose)
       ->capture_default_str();
-  cmd.add_option("--hotfix-pointer", f.pointer, "Pointer file staged for download-hotfix")
+  cmd.add_option("--imds-url", *to.imds_url, "IMDS attested-document URL (never proxied)")
       ->capture_default_str();
-  cmd.add_option("--imds-url", f.imds_url, "IMDS attested-document URL (never proxied)")
-      ->capture_default_str();
-  cmd.add_option("--connect-to", f.fetch.connect_to,
+  cmd.add_option("--connect-to", *to.connect_to,
                  "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
-  cmd.add_option("--server-name", f.fetch.server_name,
+  cmd.add_option("--server-name", *to.server_name,
                  "Name the service certificate must carry, verified against the cluster CA "
                  "(default: the apiserver host; before AgentBaker #9351 nodes pinned "
                  "aks-security-patch.data.mcr.microsoft.com)");
+}
+
+void AddCheckHotfixFlags(CLI::App& cmd, CheckHotfixFlags& f) {
+  AddLpsRouteFlags(
+      cmd, {&f.node_config, &f.nbc_cmd, &f.imds_url, &f.fetch.connect_to, &f.fetch.server_name},
+      "");
+  cmd.add_option("--hotfix-pointer", f.pointer, "Pointer file staged for download-hotfix")
+      ->capture_default_str();
   cmd.add_option("--component", f.fetch.component, "Component whose config is requested")
       ->capture_default_str();
   cmd.add_option("--lps-timeout", f.lps_timeout,
@@ -167,20 +185,10 @@ struct ReportRouteFlags {
 };
 
 void AddReportRouteFlags(CLI::App& cmd, ReportRouteFlags& f) {
-  cmd.add_option("--node-config", f.lps.node_config_path,
-                 "AKSNodeConfig JSON: apiserver FQDN and CA (for the outcome report)")
-      ->capture_default_str();
-  cmd.add_option("--nbc-cmd", f.lps.nbc_cmd_path,
-                 "CSE command read when the node config is absent (for the outcome report)")
-      ->capture_default_str();
-  cmd.add_option("--imds-url", f.imds_url, "IMDS attested-document URL (never proxied)")
-      ->capture_default_str();
-  cmd.add_option("--connect-to", f.lps.connect_to,
-                 "HOST:PORT TCP destination override; SNI and :authority stay the apiserver's");
-  cmd.add_option("--server-name", f.lps.server_name,
-                 "Name the service certificate must carry, verified against the cluster CA "
-                 "(default: the apiserver host; before AgentBaker #9351 nodes pinned "
-                 "aks-security-patch.data.mcr.microsoft.com)");
+  AddLpsRouteFlags(cmd,
+                   {&f.lps.node_config_path, &f.lps.nbc_cmd_path, &f.imds_url, &f.lps.connect_to,
+                    &f.lps.server_name},
+                   " (for the outcome report)");
   cmd.add_option("--component", f.component, "Component whose hotfix outcome is reported")
       ->capture_default_str();
 }

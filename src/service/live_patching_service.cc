@@ -50,10 +50,31 @@ bool ParseRequest(const GrpcCall& call, akslivepatching::v1::GetComponentConfigR
   return true;
 }
 
+// What no real node sends (the document missing, not one, or not IMDS's): evidence against
+// the caller's address. An expired document is what a node with a slow clock or a stale
+// retry sends, and a subscription off the allow-list is a real node of another customer: a
+// node behind the same address (a NAT) must not be shed for either.
+bool CallerAtFault(IdentityFailure failure) {
+  switch (failure) {
+    case IdentityFailure::kMissing:
+    case IdentityFailure::kMalformed:
+    case IdentityFailure::kUntrustedSigner:
+    case IdentityFailure::kWrongSigner:
+    case IdentityFailure::kBadContent:
+      return true;
+    case IdentityFailure::kExpired:
+      return false;
+  }
+  return false;
+}
+
 }  // namespace
 
 LivePatchingServiceImpl::LivePatchingServiceImpl(LivePatchingServiceOptions options)
     : options_(std::move(options)) {
+  for (size_t i = 0; i < kIdentityFailures + kGrpcCodes; ++i) {
+    refusal_lines_.emplace_back(kRefusalLinesPerSecond, std::chrono::seconds(1));
+  }
   for (const std::string& s : options_.allowed_subscriptions) allowed_.insert(AsciiLower(s));
   for (std::string& pattern : options_.allowed_authorities) pattern = AsciiLower(pattern);
 }
@@ -338,28 +359,6 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
   options_.access_log->WriteFormatted(
       FormatAccessLogLine(level, entry, std::chrono::system_clock::now()));
 }
-
-namespace {
-
-// What no real node sends (the document missing, not one, or not IMDS's): evidence against
-// the caller's address. An expired document is what a node with a slow clock or a stale
-// retry sends, and a subscription off the allow-list is a real node of another customer: a
-// node behind the same address (a NAT) must not be shed for either.
-bool CallerAtFault(IdentityFailure failure) {
-  switch (failure) {
-    case IdentityFailure::kMissing:
-    case IdentityFailure::kMalformed:
-    case IdentityFailure::kUntrustedSigner:
-    case IdentityFailure::kWrongSigner:
-    case IdentityFailure::kBadContent:
-      return true;
-    case IdentityFailure::kExpired:
-      return false;
-  }
-  return false;
-}
-
-}  // namespace
 
 void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
   if (call.path != kGetComponentConfigPath && call.path != kReportHotfixOutcomePath) {

@@ -16,13 +16,12 @@
 // store answer the same.
 #pragma once
 
-#include <array>
 #include <chrono>
+#include <deque>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "common/log.h"
@@ -160,12 +159,8 @@ class LivePatchingServiceImpl final : public GrpcHandler {
   LogBudget& RefusalLines(const CallDecision& decision);
   static constexpr size_t kIdentityFailures = 6;  // IdentityFailure's values
   static constexpr size_t kGrpcCodes = 17;        // 0 (OK, unused) to 16
-  std::array<LogBudget, kIdentityFailures + kGrpcCodes> refusal_lines_ =
-      MakeRefusalLines(std::make_index_sequence<kIdentityFailures + kGrpcCodes>());
-  template <size_t... I>
-  static std::array<LogBudget, sizeof...(I)> MakeRefusalLines(std::index_sequence<I...>) {
-    return {((void)I, LogBudget(kRefusalLinesPerSecond, std::chrono::seconds(1)))...};
-  }
+  // One per identity failure, then one per code (a deque: LogBudget does not move).
+  std::deque<LogBudget> refusal_lines_;
 };
 
 }  // namespace hotfix::service

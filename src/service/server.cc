@@ -302,7 +302,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
              impl->authenticator.get(), impl->limiter.get(), impl->auto_halt.get(),
              impl->attestation_roots, log, impl->kept_bytes.get()});
         !st.ok()) {
-      return st.Annotate("--metrics-listen");
+      return st;  // it names --metrics-listen
     }
     impl->metrics_port = impl->prometheus->port();
   }

@@ -826,6 +826,19 @@ void SlowProxyHeaders(AttackCtl& ctl) {
   for (int fd : fds) close(fd);
 }
 
+// Reads what the service sends on `fd` until it closes the connection or `timeout` passes:
+// whether it closed, and in *answered whether any byte came first.
+bool ClosedWithin(int fd, milliseconds timeout, bool* answered = nullptr) {
+  char buf[256];
+  for (auto until = steady_clock::now() + timeout; steady_clock::now() < until;) {
+    if (!WaitFd(fd, POLLIN, milliseconds(50))) continue;
+    const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0 && answered != nullptr) *answered = true;
+    if (n == 0 || (n < 0 && errno != EAGAIN)) return true;
+  }
+  return false;
+}
+
 // --proxy-protocol: connection after connection opening with what is no PROXY header: a
 // version 1 line with a bad address, TLS without a header, zeros, a version 2 header
 // declaring 65,535 bytes to follow. Each must be closed at once; `unclosed` counts those that were
@@ -847,14 +860,7 @@ void GarbageProxyHeaders(AttackCtl& ctl, std::atomic<int>* unclosed) {
     ++ctl.stats.connections;
     const std::string& opening = openings[i % std::size(openings)];
     if (send(fd, opening.data(), opening.size(), MSG_NOSIGNAL) > 0) ++ctl.stats.frames;
-    char buf[256];
-    bool closed = false;
-    for (auto until = steady_clock::now() + seconds(1); !closed && steady_clock::now() < until;) {
-      if (!WaitFd(fd, POLLIN, milliseconds(50))) continue;
-      ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-      closed = n == 0 || (n < 0 && errno != EAGAIN);
-    }
-    if (closed) {
+    if (ClosedWithin(fd, seconds(1))) {
       ++ctl.stats.peer_closes;
     } else {
       ++*unclosed;
@@ -881,14 +887,8 @@ void ProxyHeadersFromOutside(AttackCtl& ctl, std::atomic<int>* handshaken,
     }
     ++ctl.stats.connections;
     if (send(fd, opening.data(), opening.size(), MSG_NOSIGNAL) > 0) ++ctl.stats.frames;
-    char buf[256];
-    bool closed = false, answered = false;
-    for (auto until = steady_clock::now() + seconds(1); !closed && steady_clock::now() < until;) {
-      if (!WaitFd(fd, POLLIN, milliseconds(50))) continue;
-      ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-      answered |= n > 0;
-      closed = n == 0 || (n < 0 && errno != EAGAIN);
-    }
+    bool answered = false;
+    const bool closed = ClosedWithin(fd, seconds(1), &answered);
     if (answered) ++*handshaken;
     if (closed) {
       ++ctl.stats.peer_closes;
@@ -1762,6 +1762,7 @@ TEST_F(ServiceAttackTest, APatientAttackerHoldsNoConnectionPastTheFirstRequestTi
         h.conn->Pump(milliseconds(1));
         if (h.conn->closed()) h.closed = steady_clock::now();
       }
+      // The polling pace: each close is timed to within 20 ms (a figure, not a wait).
       std::this_thread::sleep_for(milliseconds(20));
     }
     StopAndRecord(node, rss, &r);
@@ -1816,6 +1817,7 @@ TEST_F(ServiceAttackTest, ANatNeighbourOfAGarbageTokenSenderIsStillAnswered) {
         ctl.stats.frames += 2;
         for (int i = 0; i < 50 && !c->closed(); ++i) c->Pump(milliseconds(20));
       }
+      // The attacker's pace, one call a second (not a wait for anything).
       for (int i = 0; i < 50 && ctl.Running(); ++i) std::this_thread::sleep_for(milliseconds(20));
     }
   });
@@ -1960,6 +1962,7 @@ TEST_F(ServiceAttackTest, SlowMetricsClientsNeverStarveAScrape) {
   std::thread trickle([&] {
     for (size_t at = 0; !stop; ++at) {
       for (int fd : slow) send(fd, request.data() + at % request.size(), 1, MSG_NOSIGNAL);
+      // The trickle's pace, a byte every 200 ms (not a wait for anything).
       for (int i = 0; i < 10 && !stop; ++i) std::this_thread::sleep_for(milliseconds(20));
     }
   });
@@ -1972,6 +1975,7 @@ TEST_F(ServiceAttackTest, SlowMetricsClientsNeverStarveAScrape) {
                 body.find("lp_open_connections") != std::string::npos;
     slowest =
         std::max(slowest, std::chrono::duration<double>(steady_clock::now() - started).count());
+    // Spreads the scrapes over the trickle's bytes (pace, not a wait for anything).
     std::this_thread::sleep_for(milliseconds(100));
   }
   // The slow peers are still being held (their requests unfinished), not closed to make room.
@@ -2012,11 +2016,7 @@ TEST_F(ServiceAttackTest, AHandshakeFloodShedsItsAddressNotTheNodes) {
           }
           ++ctl.stats.connections;
           if (send(fd, junk.data(), junk.size(), MSG_NOSIGNAL) > 0) ++ctl.stats.frames;
-          char buf[256];
-          for (auto until = steady_clock::now() + seconds(1); steady_clock::now() < until;) {
-            if (!WaitFd(fd, POLLIN, milliseconds(50))) continue;
-            if (recv(fd, buf, sizeof buf, MSG_DONTWAIT) <= 0) break;
-          }
+          ClosedWithin(fd, seconds(1));
           close(fd);
         }
       });

@@ -1,46 +1,18 @@
 #include "service/ops/metrics_http.h"
 
-#include <arpa/inet.h>
+#include <fcntl.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <utility>
 
-#include "common/host_port.h"
+#include "service/transport/listen_socket.h"
 
 namespace hotfix::service {
 namespace {
 
 constexpr char kMetricsType[] = "text/plain; version=0.0.4; charset=utf-8";
-
-// "ADDR:PORT" (an IPv6 ADDR in brackets; an empty ADDR: every IPv4 address) as a socket
-// address, or nullopt.
-std::optional<sockaddr_storage> ListenAddress(const std::string& listen) {
-  std::optional<HostPort> hp = SplitHostPort(listen);
-  if (!hp) return std::nullopt;
-  // Port 0 (pick one) too, which ParsePort, for ports to dial, refuses.
-  std::optional<uint16_t> port =
-      hp->port.find_first_not_of('0') == std::string_view::npos && !hp->port.empty()
-          ? std::optional<uint16_t>(0)
-          : ParsePort(hp->port);
-  if (!port) return std::nullopt;
-  sockaddr_storage out{};
-  auto* in = reinterpret_cast<sockaddr_in*>(&out);
-  auto* in6 = reinterpret_cast<sockaddr_in6*>(&out);
-  const std::string host = hp->host.empty() ? std::string("0.0.0.0") : std::string(hp->host);
-  if (inet_pton(AF_INET, host.c_str(), &in->sin_addr) == 1) {
-    in->sin_family = AF_INET;
-    in->sin_port = htons(*port);
-  } else if (inet_pton(AF_INET6, host.c_str(), &in6->sin6_addr) == 1) {
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(*port);
-  } else {
-    return std::nullopt;
-  }
-  return out;
-}
 
 MHD_Result Respond(MHD_Connection* connection, unsigned status, const char* type,
                    const std::string& body) {
@@ -83,27 +55,25 @@ int MetricsHttpServer::Answer(void* self_ptr, void* connection_ptr, const char* 
 StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const std::string& listen, std::function<std::string()> metrics_text,
     const RolloutStatus* rollouts) {
-  std::optional<sockaddr_storage> address = ListenAddress(listen);
-  if (!address) {
-    return Status::InvalidArgument("--metrics-listen " + listen + ": want ADDR:PORT");
-  }
+  // The listener the gRPC ports use, handed to libmicrohttpd, which closes it when stopped.
+  uint16_t port = 0;
+  StatusOr<UniqueFd> socket = ListenTcp(listen, "--metrics-listen", &port);
+  if (!socket.ok()) return socket.status();
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
   server->metrics_text_ = std::move(metrics_text);
   server->rollouts_ = rollouts;
-  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD;
-  if (address->ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  server->port_ = port;
+  const int fd = socket->release();
   server->daemon_ = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &OnRequest, server.get(),  //
-      MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&*address), MHD_OPTION_CONNECTION_LIMIT,
-      kMetricsMaxConnections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, kMetricsMaxConnectionsPerAddress,
+      MHD_USE_EPOLL_INTERNAL_THREAD, 0, nullptr, nullptr, &OnRequest, server.get(),  //
+      MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, kMetricsMaxConnections,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, kMetricsMaxConnectionsPerAddress,
       MHD_OPTION_CONNECTION_TIMEOUT, kMetricsIdleTimeoutSeconds, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
       kMetricsRequestBytes, MHD_OPTION_END);
   if (server->daemon_ == nullptr) {
-    return Status::Unavailable("cannot serve metrics on " + listen +
-                               ": cannot listen there (in use, or not this host's address)");
+    if (fcntl(fd, F_GETFD) != -1) close(fd);  // not taken over
+    return Status::Unavailable("--metrics-listen " + listen + ": libmicrohttpd would not serve it");
   }
-  const MHD_DaemonInfo* info = MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
-  server->port_ = info != nullptr ? info->port : 0;
   return server;
 }
 

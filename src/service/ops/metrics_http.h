@@ -36,9 +36,9 @@ inline constexpr size_t kMetricsRequestBytes = 16 * 1024;
 
 class MetricsHttpServer {
  public:
-  // Serves on listen ("ADDR:PORT", exactly that address; port 0 picks one), or a Status when
-  // it cannot be bound. metrics_text: the body of /metrics, called on the listener's thread.
-  // rollouts: borrowed, may be null (then no /rollouts); must outlive this.
+  // Serves on listen ("ADDR:PORT", exactly that address; port 0 picks one: ListenTcp), or a
+  // Status naming --metrics-listen when it cannot. metrics_text: the body of /metrics, called on
+  // the listener's thread. rollouts: borrowed, may be null (then no /rollouts); must outlive this.
   static StatusOr<std::unique_ptr<MetricsHttpServer>> Start(
       const std::string& listen, std::function<std::string()> metrics_text,
       const RolloutStatus* rollouts);

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -25,6 +24,7 @@
 
 #include "common/openssl.h"
 #include "common/unique_fd.h"
+#include "service/transport/listen_socket.h"
 #include "service/transport/memory_budget.h"
 #include "service/transport/peer_counts.h"
 #include "service/transport/proxy_protocol.h"
@@ -57,42 +57,6 @@ struct Listener : ListenerSpec {
   uint16_t port = 0;
   mutable std::atomic<size_t> own_connections{0};  // apart(): its connections, every loop's
 };
-
-StatusOr<UniqueFd> BindListener(const ListenerSpec& spec, uint16_t* port) {
-  const std::string& address = spec.address;
-  size_t colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    return Status::InvalidArgument(spec.flag + " " + address + ": want ADDR:PORT");
-  }
-  std::string host = address.substr(0, colon);
-  std::string service = address.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  int rv = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found);
-  if (rv != 0) return Status::InvalidArgument(spec.flag + " " + address + ": " + gai_strerror(rv));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owner(found, freeaddrinfo);
-  UniqueFd fd(socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) return Status::FromErrno(spec.flag + " " + address + ": socket", errno);
-  int one = 1;
-  // SO_REUSEADDR only (restart while old connections are in TIME_WAIT); never SO_REUSEPORT.
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd.get(), found->ai_addr, found->ai_addrlen) != 0 || listen(fd.get(), 4096) != 0) {
-    return Status::Unavailable(spec.flag + " " + address + ": cannot listen there (" +
-                               std::strerror(errno) + ")");
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof bound;
-  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
-  *port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return fd;
-}
 
 // gRPC's peer spelling, which the access log has always used: "ipv4:10.0.0.1:5000",
 // "ipv6:[::1]:5000". address: the address alone, its bytes.
@@ -756,7 +720,7 @@ StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(GrpcServerOptions option
                                      "networks (--proxy-protocol-from)");
     }
     auto listener = std::make_unique<Listener>(spec);
-    StatusOr<UniqueFd> fd = BindListener(spec, &listener->port);
+    StatusOr<UniqueFd> fd = ListenTcp(spec.address, spec.flag, &listener->port);
     if (!fd.ok()) return fd.status();
     listener->fd = std::move(*fd);
     impl->listeners.push_back(std::move(listener));
