@@ -29,6 +29,7 @@
 #include "service/rollout/rollout.h"
 #include "service/server.h"
 #include "service/store/component_store.h"
+#include "service/transport/connection_memory.h"
 #include "service/transport/memory_budget.h"
 
 namespace {
@@ -550,6 +551,9 @@ sigset_t BlockControlSignals() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before OpenSSL allocates anything: what it holds for a connection is charged to that
+  // connection (src/service/transport/connection_memory.h).
+  hotfix::service::InstallOpenSslMemoryAccounting();
   signal(SIGPIPE, SIG_IGN);
   // The operator's tools have their own flags: the serving flags' ->required() do not apply.
   if (auto tool = ToolOf(argc, argv)) return tool(argc - 1, argv + 1);

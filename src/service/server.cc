@@ -16,8 +16,8 @@
 #include "service/protobuf_log.h"
 #include "service/recent_reports.h"
 #include "service/store/component_store.h"
+#include "service/transport/connection_memory.h"
 #include "service/transport/grpc_server.h"
-#include "service/transport/kept_bytes_budget.h"
 #include "service/transport/memory_budget.h"
 #include "service/transport/tls_server_context.h"
 
@@ -25,8 +25,8 @@ namespace hotfix::service {
 namespace {
 
 // Repeated reports dropped per replica: a node reports once per boot and result, so an hour
-// covers any client retry; 100,000 keys (about 10 MB) cover a fleet's boot storm.
-constexpr size_t kMaxRecentReports = 100000;
+// covers any client retry; as many keys as the memory limit sizes (SizeTables: 100,000, about
+// 25 MB, without one) cover a fleet's boot storm.
 constexpr std::chrono::hours kRecentReportWindow{1};
 
 }  // namespace
@@ -37,6 +37,8 @@ struct Server::Impl {
   bool Serving() const;
   Status StartStore();
   Status StartAutoHalt();
+  // The memory limit (--memory-limit, else the cgroup's), and memory_limit_from.
+  std::optional<uint64_t> ResolveMemoryLimit();
   Status StartGrpc();
 
   ServerConfig config;
@@ -65,11 +67,14 @@ struct Server::Impl {
   std::unique_ptr<HealthHandler> health;
   std::unique_ptr<TlsPortHandler> tls_handler;
   std::unique_ptr<TransportEventLog> events;
-  std::unique_ptr<KeptBytesBudget> kept_bytes;  // every connection's streams charge it
+  // What connections hold beyond their baseline (connection_memory.h); every one charges it.
+  std::shared_ptr<MemoryPool> memory_pool;
   std::unique_ptr<GrpcServer> grpc_server;
   std::atomic<GrpcServer*> running{nullptr};  // grpc_server, for the loops' health checks
   uint16_t port = 0;
   uint16_t health_port = 0;
+  std::optional<uint64_t> memory_limit;
+  TableSizes tables;                       // from memory_limit
   std::optional<ConnectionBudget> budget;  // when there is a memory limit
   const char* memory_limit_from = "none";  // "flag", "cgroup" or "none"
 };
@@ -152,10 +157,7 @@ Status Server::Impl::StartAutoHalt() {
   return Status::Ok();
 }
 
-Status Server::Impl::StartGrpc() {
-  GrpcServerOptions options;
-  // The connection cap fits the memory limit (memory_budget.h), measured against what the
-  // process holds now, with its store loaded: so it refuses before the kernel kills it.
+std::optional<uint64_t> Server::Impl::ResolveMemoryLimit() {
   std::optional<uint64_t> limit;
   if (config.memory_limit > 0) {
     limit = config.memory_limit;
@@ -163,20 +165,30 @@ Status Server::Impl::StartGrpc() {
   } else if ((limit = CgroupMemoryLimit())) {
     memory_limit_from = "cgroup";
   }
+  return limit;
+}
+
+Status Server::Impl::StartGrpc() {
+  GrpcServerOptions options;
+  // The connection cap fits the memory limit (memory_budget.h), measured against what the
+  // process holds now, with its store loaded: so it refuses before the kernel kills it.
   options.limits.max_calls_per_connection = config.max_calls_per_connection;
   size_t max_connections = config.max_connections;
-  if (limit) {
-    StatusOr<ConnectionBudget> b = BudgetConnections(*limit, ResidentBytes(), options.limits);
+  uint64_t pool = kUnlimitedPoolBytes;
+  if (memory_limit) {
+    StatusOr<ConnectionBudget> b = BudgetConnections(*memory_limit, ResidentBytes(), tables);
     if (!b.ok()) {
       return b.status().Annotate(std::string("the memory limit (from ") + memory_limit_from + ")");
     }
     budget = *b;
+    pool = b->pool;
     if (max_connections == 0 || b->max_connections < max_connections) {
       max_connections = b->max_connections;
     }
   }
-  kept_bytes = std::make_unique<KeptBytesBudget>(KeptBytesBudgetFor(budget));
-  options.kept_bytes = kept_bytes.get();
+  memory_pool = std::make_shared<MemoryPool>(pool, pool / kPoolShares);
+  options.memory_pool = memory_pool;
+  options.connection_allowance = kConnectionAllowanceBytes;
   ListenerSpec tls_listener;
   tls_listener.address = config.listen;
   tls_listener.handler = tls_handler.get();
@@ -250,6 +262,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   identity.issuers_path = c.attestation_issuers_path;
   identity.signer_name = c.attestation_signer_name;
   identity.max_token_age = c.max_token_age;
+  impl->memory_limit = impl->ResolveMemoryLimit();
+  impl->tables = SizeTables(impl->memory_limit);
+  identity.identity_cache_entries = impl->tables.identity_cache_entries;
   auto authenticator = MakeAuthenticator(identity, log);
   if (!authenticator.ok()) return authenticator.status();
   impl->authenticator = std::move(authenticator->authenticator);
@@ -262,7 +277,9 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
     impl->prometheus = metrics.get();
     impl->metrics = std::move(metrics);
   }
-  if (c.rate_limit_per_node > 0) impl->limiter = NewTokenBucketLimiter(c.rate_limit_per_node);
+  if (c.rate_limit_per_node > 0) {
+    impl->limiter = NewTokenBucketLimiter(c.rate_limit_per_node, impl->tables.rate_limiter_keys);
+  }
   impl->protobuf_log = std::make_unique<ProtobufLogToJson>(log);
   if (Status st = impl->StartStore(); !st.ok()) return st;
 
@@ -276,7 +293,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   options.metrics = impl->metrics.get();
   options.access_log = log;
   options.rollout_status = impl->rollout_status.get();
-  impl->recent_reports = std::make_unique<RecentReports>(kMaxRecentReports, kRecentReportWindow);
+  impl->recent_reports =
+      std::make_unique<RecentReports>(impl->tables.recent_reports, kRecentReportWindow);
   options.recent_reports = impl->recent_reports.get();
   options.node_evidence = impl->node_evidence.get();
   options.allowed_subscriptions = c.allowed_subscriptions;
@@ -300,7 +318,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
             c.metrics_listen,
             {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
              impl->authenticator.get(), impl->limiter.get(), impl->auto_halt.get(),
-             impl->attestation_roots, log, impl->kept_bytes.get()});
+             impl->attestation_roots, log, impl->memory_pool.get()});
         !st.ok()) {
       return st;  // it names --metrics-listen
     }
@@ -312,36 +330,39 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
     for (const std::string& v : values) out += (out.empty() ? "" : ",") + v;
     return out.empty() ? std::string("any") : out;
   };
-  log->Info(
-      "live-patching-service serving",
-      {{"version", c.version},
-       {"revision", c.revision},
-       {"listen", c.listen},
-       {"port", static_cast<int>(impl->port)},
-       {"health_port", static_cast<int>(impl->health_port)},
-       {"metrics_port", static_cast<int>(impl->metrics_port)},
-       {"tls_subject", impl->tls->subject()},
-       {"tls_certificates", static_cast<int64_t>(impl->tls->certificates())},
-       {"tls_selects_by_server_name", impl->tls->selects_by_server_name()},
-       {"components_dir", c.components_dir},
-       {"store_loaded", impl->loaded.load()},
-       {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
-       {"allowed_subscriptions", listed(c.allowed_subscriptions)},
-       {"allowed_authorities", listed(c.allowed_authorities)},
-       {"proxy_protocol", c.proxy_protocol},
-       {"proxy_protocol_from", c.proxy_protocol ? listed(c.proxy_protocol_from) : "none"},
-       {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
-       {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},
-       {"auto_halt_interval_ms", static_cast<int64_t>(c.auto_halt_interval.count())},
-       {"max_connections", static_cast<int64_t>(impl->grpc_server->max_connections())},
-       {"memory_limit", impl->budget ? FormatByteSize(impl->budget->memory_limit) : "none"},
-       {"memory_limit_from", impl->memory_limit_from},
-       {"connection_worst_case_bytes", static_cast<int64_t>(WorstCaseConnectionBytes(H2Limits{}))},
-       {"kept_request_bytes_budget", static_cast<int64_t>(impl->kept_bytes->limit())},
-       {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)},
-       {"max_refusals_per_peer",
-        c.proxy_protocol ? static_cast<int64_t>(c.max_refusals_per_peer) : int64_t{0}},
-       {"refusal_window_ms", static_cast<int64_t>(c.refusal_window.count())}});
+  log->Info("live-patching-service serving",
+            {{"version", c.version},
+             {"revision", c.revision},
+             {"listen", c.listen},
+             {"port", static_cast<int>(impl->port)},
+             {"health_port", static_cast<int>(impl->health_port)},
+             {"metrics_port", static_cast<int>(impl->metrics_port)},
+             {"tls_subject", impl->tls->subject()},
+             {"tls_certificates", static_cast<int64_t>(impl->tls->certificates())},
+             {"tls_selects_by_server_name", impl->tls->selects_by_server_name()},
+             {"components_dir", c.components_dir},
+             {"store_loaded", impl->loaded.load()},
+             {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
+             {"allowed_subscriptions", listed(c.allowed_subscriptions)},
+             {"allowed_authorities", listed(c.allowed_authorities)},
+             {"proxy_protocol", c.proxy_protocol},
+             {"proxy_protocol_from", c.proxy_protocol ? listed(c.proxy_protocol_from) : "none"},
+             {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
+             {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},
+             {"auto_halt_interval_ms", static_cast<int64_t>(c.auto_halt_interval.count())},
+             {"max_connections", static_cast<int64_t>(impl->grpc_server->max_connections())},
+             {"memory_limit", impl->budget ? FormatByteSize(impl->budget->memory_limit) : "none"},
+             {"memory_limit_from", impl->memory_limit_from},
+             {"connection_baseline_bytes", static_cast<int64_t>(kConnectionBaselineBytes)},
+             {"connection_memory_pool_bytes", static_cast<int64_t>(impl->memory_pool->limit())},
+             {"connection_memory_per_address_bytes",
+              static_cast<int64_t>(impl->memory_pool->per_key_limit())},
+             {"openssl_memory_accounted", OpenSslMemoryAccounted()},
+             {"identity_cache_entries", static_cast<int64_t>(impl->tables.identity_cache_entries)},
+             {"max_connections_per_peer", static_cast<int64_t>(c.max_connections_per_peer)},
+             {"max_refusals_per_peer",
+              c.proxy_protocol ? static_cast<int64_t>(c.max_refusals_per_peer) : int64_t{0}},
+             {"refusal_window_ms", static_cast<int64_t>(c.refusal_window.count())}});
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -487,8 +487,8 @@ TEST(DeployConfigTest, TheDeploymentsConnectionFlagsFitItsMemoryLimit) {
     EXPECT_NE(arg.get<std::string>().rfind("--memory-limit=", 0), 0u)
         << "the Deployment passes --memory-limit: the cgroup's limit is the one to follow";
   }
-  // As a Release build budgets it at start (it holds about 20 MiB then: the fixed reserve).
-  auto budget = service::BudgetConnections(*limit, 0, service::H2Limits{});
+  // As a Release build budgets it at start: it holds about 16 MiB then (bench/density.sh).
+  auto budget = service::BudgetConnections(*limit, 20ull << 20, service::SizeTables(*limit));
   ASSERT_TRUE(budget.ok()) << budget.status().ToString();
   std::cout << "[deploy] " << service::FormatByteSize(*limit) << " admits "
             << budget->max_connections << " connections" << std::endl;

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +116,9 @@ struct AttackStats {
 
 struct AttackCtl {
   uint16_t port = 0;
+  // The loopback address its connections come from (another peer to the service); null:
+  // 127.0.0.1.
+  const char* source = nullptr;
   std::atomic<bool> stop{false};
   AttackStats stats;
   bool Running() const { return !stop.load(std::memory_order_relaxed); }
@@ -127,18 +131,27 @@ bool WaitFd(int fd, short events, milliseconds timeout) {
   return poll(&p, 1, static_cast<int>(timeout.count())) > 0;
 }
 
-// Non-blocking connects to 127.0.0.1:port, all in flight at once; the ones that completed
-// within `timeout` (a full accept backlog drops SYNs, so some may never). Non-blocking fds.
-std::vector<int> ConnectMany(uint16_t port, size_t n, milliseconds timeout) {
+// Non-blocking connects to 127.0.0.1:port (from `source`, another loopback address, if
+// given), all in flight at once; the ones that completed within `timeout` (a full accept
+// backlog drops SYNs, so some may never). Non-blocking fds.
+std::vector<int> ConnectMany(uint16_t port, size_t n, milliseconds timeout,
+                             const char* source = nullptr) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  if (source != nullptr) inet_pton(AF_INET, source, &from.sin_addr);
   std::vector<pollfd> pending;
   std::vector<int> done;
   for (size_t i = 0; i < n; ++i) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) break;
+    if (source != nullptr && bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) {
+      close(fd);
+      break;
+    }
     int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     if (rc == 0) {
       done.push_back(fd);
@@ -173,8 +186,8 @@ std::vector<int> ConnectMany(uint16_t port, size_t n, milliseconds timeout) {
   return done;
 }
 
-int ConnectOne(uint16_t port, milliseconds timeout) {
-  std::vector<int> fds = ConnectMany(port, 1, timeout);
+int ConnectOne(uint16_t port, milliseconds timeout, const char* source = nullptr) {
+  std::vector<int> fds = ConnectMany(port, 1, timeout, source);
   return fds.empty() ? -1 : fds[0];
 }
 
@@ -226,7 +239,7 @@ class H2Conn {
       return nullptr;
     };
     auto until = steady_clock::now() + kOpenTimeout;
-    int fd = ConnectOne(port, kOpenTimeout);
+    int fd = ConnectOne(port, kOpenTimeout, ctl != nullptr ? ctl->source : nullptr);
     if (fd < 0) return fail();
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -2093,89 +2106,186 @@ TEST_F(ServiceAttackTest, IdleConnectionsPastTheFdLimitThenServingAgain) {
   ExpectStillServing();
 }
 
-TEST_F(ServiceAttackTest, AMemoryLimitRefusesConnectionsBeforeTheKernelWould) {
-  // Small enough that its connection cap (memory_budget.h) is a few hundred, each connection
-  // at its worst case; the flood then tries that many and 64 more, every one held full.
+// Under a memory limit, what connections hold beyond their baseline comes out of one pool
+// (connection_memory.h), of which one address may hold an eighth. A flood from one address
+// (127.0.0.2) of connections that each try to hold what one connection can (every stream's
+// header list near its cap, a body, never finished), more of them than the cap: the address's
+// share refuses what they try to hold past it (a stream answered RESOURCE_EXHAUSTED, or a
+// connection closed when nghttp2 or OpenSSL needs more), resident memory stays under the
+// limit, and a node at another address is served throughout (the per-address connection cap
+// leaves it a slot). The cap
+// itself, 2,000 and more idle connections in 128Mi, is a Release build's figure:
+// bench/density.sh, which scripts/test.sh runs.
+TEST_F(ServiceAttackTest, AMemoryLimitBoundsWhatConnectionsHoldAndNeighboursKeepTheirShare) {
   constexpr uint64_t kLimit = 256ull << 20;
-  StartService({}, {"--memory-limit", "256Mi", "--metrics-listen", "127.0.0.1:0"});
-  size_t cap = 0;
-  double kept_budget = 0;
+  constexpr size_t kCap = 200;
+  StartService({}, {"--memory-limit", "256Mi", "--max-connections", std::to_string(kCap),
+                    "--max-connections-per-peer", "150", "--metrics-listen", "127.0.0.1:0"});
+  double pool = 0, per_address = 0;
   for (const auto& line : lps_->LogLines()) {
     if (line.value("msg", "") == "live-patching-service serving") {
-      cap = line.value("max_connections", 0);
-      kept_budget = line.value("kept_request_bytes_budget", 0.0);
+      EXPECT_EQ(line.value("max_connections", 0), static_cast<int>(kCap));
+      pool = line.value("connection_memory_pool_bytes", 0.0);
+      per_address = line.value("connection_memory_per_address_bytes", 0.0);
       EXPECT_EQ(line.value("memory_limit", ""), "256Mi");
       EXPECT_EQ(line.value("memory_limit_from", ""), "flag");
+      EXPECT_TRUE(line.value("openssl_memory_accounted", false));
     }
   }
-  ASSERT_GT(cap, 16u);
-  ASSERT_LT(cap, 1000u);
+  ASSERT_GT(pool, 0);
+  ASSERT_EQ(per_address, std::floor(pool / 8));
   const long idle_kb = WarmUpAndIdleRss();
 
   AttackCtl ctl;
   ctl.port = lps_->port();
+  ctl.source = "127.0.0.2";
   std::vector<std::unique_ptr<H2Conn>> held;
   std::mutex mu;
   long peak_kb = idle_kb;
+  int node_ok = 0, node_total = 0;
+  double pool_used_held = -1;
   {
     RssWatch rss(pid(), idle_kb, &ctl);
     constexpr size_t kThreads = 4;
-    const size_t per_thread = (cap + 64 + kThreads - 1) / kThreads;
+    const size_t per_thread = (kCap + 64 + kThreads - 1) / kThreads;
     std::vector<std::thread> attackers;
     for (size_t i = 0; i < kThreads; ++i) {
       attackers.emplace_back([&] { FullConnections(ctl, per_thread, &held, &mu); });
     }
     for (auto& t : attackers) t.join();
-    // Held a moment full, still answering what the service sends (acks, window updates).
-    for (auto until = steady_clock::now() + milliseconds(500); steady_clock::now() < until;) {
+    pool_used_held =
+        MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_connection_memory_bytes")
+            .value_or(-1);
+    // Held a moment, still answering what the service sends (acks, window updates), while a
+    // node at 127.0.0.1 calls.
+    for (int i = 0; i < 5; ++i) {
       for (auto& c : held) c->Pump();
-      std::this_thread::sleep_for(milliseconds(20));
+      ++node_total;
+      node_ok += NodeCall(*files_, node_port(), *token_, seconds(10)).status.ok() ? 1 : 0;
     }
     rss.Stop();
     peak_kb = rss.peak_kb();
     EXPECT_FALSE(rss.gone()) << "the service exited during the flood";
   }
   const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
-  std::cout << "[attack] memory flood: cap " << cap << " connections under 256Mi, idle "
-            << idle_kb / 1024 << " MiB, peak " << peak_kb / 1024 << " MiB; " << ctl.stats.Summary()
-            << std::endl;
+  auto event = [&](const char* name) {
+    return MetricValue(metrics, "lp_transport_events_total", {{"event", name}}).value_or(0);
+  };
+  std::cout << "[attack] memory flood from one address: cap " << kCap << " (150 per address), pool "
+            << pool / (1 << 20) << " MiB (" << per_address / (1 << 20)
+            << " MiB per address), in use while held " << pool_used_held / (1 << 20)
+            << " MiB; idle " << idle_kb / 1024 << " MiB, peak " << peak_kb / 1024
+            << " MiB; shed_per_peer " << event("shed_per_peer") << ", memory_over_share "
+            << event("memory_over_share") << ", kept_bytes_over_budget "
+            << event("kept_bytes_over_budget") << "; node calls from another address OK " << node_ok
+            << "/" << node_total << "; " << ctl.stats.Summary() << std::endl;
   EXPECT_LT(static_cast<uint64_t>(peak_kb) * 1024, kLimit)
       << "resident " << peak_kb << " kB under a 256Mi limit";
-  EXPECT_GE(ctl.stats.connect_failures, 64u) << ctl.stats.Summary();
-  EXPECT_GE(MetricValue(metrics, "lp_transport_events_total", {{"event", "shed_max_connections"}})
-                .value_or(0),
-            64);
-  EXPECT_EQ(MetricValue(metrics, "lp_max_connections").value_or(0), static_cast<double>(cap));
+  EXPECT_EQ(node_ok, node_total) << "the node's address has its own share";
+  // What the flood could make the service hold: its address's share, and the node's calls.
+  EXPECT_GT(pool_used_held, 0);
+  EXPECT_LE(pool_used_held, per_address + 256 * 1024);
+  EXPECT_GT(event("memory_over_share") + event("kept_bytes_over_budget"), 0)
+      << "the flood never ran into its share";
+  EXPECT_EQ(MetricValue(metrics, "lp_max_connections").value_or(0), static_cast<double>(kCap));
   EXPECT_EQ(MetricValue(metrics, "lp_memory_limit_bytes").value_or(0), static_cast<double>(kLimit));
-  EXPECT_LE(MetricValue(metrics, "lp_open_connections").value_or(1e9), static_cast<double>(cap));
-  // The held streams keep their metadata and bodies, within the process's budget.
-  EXPECT_EQ(MetricValue(metrics, "lp_kept_request_bytes_budget").value_or(0), kept_budget);
-  EXPECT_GT(MetricValue(metrics, "lp_kept_request_bytes").value_or(0), 0);
-  EXPECT_LE(MetricValue(metrics, "lp_kept_request_bytes").value_or(1e12), kept_budget);
+  EXPECT_EQ(MetricValue(metrics, "lp_connection_memory_pool_bytes").value_or(0), pool);
+  EXPECT_LE(MetricValue(metrics, "lp_open_connections").value_or(1e9), static_cast<double>(kCap));
   bool logged = false;
   for (const auto& line : lps_->LogLines()) {
     logged |= line.value("msg", "") == "connection limit" &&
-              line.value("event", "") == "shed_max_connections";
+              (line.value("event", "") == "memory_over_share" ||
+               line.value("event", "") == "kept_bytes_over_budget");
   }
-  EXPECT_TRUE(logged) << "no \"connection limit\" line for shed_max_connections";
+  EXPECT_TRUE(logged) << "no \"connection limit\" line for the flood's refusals";
 
-  // The flood ends: a node is served.
+  // The flood ends: every connection gave back what it held.
   held.clear();
-  GrpcReply r;
-  for (auto until = steady_clock::now() + seconds(20); steady_clock::now() < until;) {
-    r = NodeCall(*files_, node_port(), *token_, seconds(10));
-    if (r.status.ok()) break;
-    std::this_thread::sleep_for(milliseconds(100));
-  }
+  std::optional<double> used;
+  EXPECT_TRUE(WaitFor([&] {
+    used = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_connection_memory_bytes");
+    return used == 0.0;
+  })) << "connection memory still in use: "
+      << used.value_or(-1);
+  GrpcReply r = NodeCall(*files_, node_port(), *token_, seconds(10));
   ASSERT_TRUE(r.status.ok()) << r.code() << " " << r.status.error_message();
   EXPECT_EQ(r.response.config(), kServedMap);
-  // Every closed stream gave back what it kept.
-  std::optional<double> kept;
-  EXPECT_TRUE(WaitFor([&] {
-    kept = MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_kept_request_bytes");
-    return kept == 0.0;
-  })) << "kept request bytes "
-      << kept.value_or(-1);
+}
+
+// OpenSSL's allocations for a connection are charged to it (CRYPTO_set_mem_functions, which
+// the service installs first thing: connection_memory.h). Connections from one address that
+// each leave a TLS record unfinished (the header of a 16 KiB record and a few of its bytes)
+// make OpenSSL hold a read buffer for each, beyond what an idle connection is allowed: the
+// pool holds them until the address's share is used up; from then on the address's new
+// connections are closed in their handshake, which needs more than the allowance for a moment
+// (memory_over_share), while a node at another address is served. Under 128Mi the pool is its
+// least, so the share is a few dozen such connections.
+TEST_F(ServiceAttackTest, PartialTlsRecordsAreChargedToTheirAddress) {
+  StartService({}, {"--memory-limit", "128Mi", "--metrics-listen", "127.0.0.1:0"});
+  double per_address = 0;
+  for (const auto& line : lps_->LogLines()) {
+    if (line.value("msg", "") == "live-patching-service serving") {
+      ASSERT_TRUE(line.value("openssl_memory_accounted", false)) << line.dump();
+      per_address = line.value("connection_memory_per_address_bytes", 0.0);
+    }
+  }
+  ASSERT_GT(per_address, 0);
+  WarmUpAndIdleRss();
+  auto pool_used = [&] {
+    return MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_connection_memory_bytes")
+        .value_or(-1);
+  };
+  EXPECT_TRUE(WaitFor([&] { return pool_used() == 0.0; })) << "before: " << pool_used();
+
+  AttackCtl ctl;
+  ctl.port = lps_->port();
+  ctl.source = "127.0.0.2";
+  // A record header for 16,384 bytes of application data, and the first 100 of them.
+  const std::string partial = std::string("\x17\x03\x03\x40\x00", 5) + std::string(100, 'x');
+  std::vector<std::unique_ptr<H2Conn>> held;
+  double most = 0;
+  size_t opened = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::unique_ptr<H2Conn> c = H2Conn::Open(ctl.port, &ctl);
+    if (!c) continue;
+    ++opened;
+    c->Pump();  // the server's SETTINGS and its ack: nothing of ours in flight
+    ASSERT_EQ(send(c->fd(), partial.data(), partial.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(partial.size()));
+    held.push_back(std::move(c));
+    if (i % 20 == 19) most = std::max(most, pool_used());
+  }
+  // The service has read every partial record it will (each connection's first read).
+  double used = 0;
+  WaitFor([&] {
+    used = pool_used();
+    most = std::max(most, used);
+    return used > 0 && used == pool_used();
+  });
+  const std::string metrics = HttpGet(lps_->metrics_port(), "/metrics");
+  const double over =
+      MetricValue(metrics, "lp_transport_events_total", {{"event", "memory_over_share"}})
+          .value_or(0);
+  size_t still_open = 0;
+  for (auto& c : held) {
+    c->Pump();
+    still_open += c->closed() ? 0 : 1;
+  }
+  GrpcReply node = NodeCall(*files_, node_port(), *token_, seconds(10));
+  std::cout << "[attack] partial TLS records from one address: " << opened << " opened, "
+            << still_open << " still open, pool in use " << used / 1024 << " KiB (most "
+            << most / 1024 << " KiB, share " << per_address / 1024 << " KiB), memory_over_share "
+            << over << "; node from another address: " << (node.status.ok() ? "served" : "NOT")
+            << std::endl;
+  EXPECT_GT(used, 16 * 1024) << "OpenSSL's read buffers are not charged";
+  EXPECT_LE(most, per_address) << "one address held more than its share";
+  EXPECT_GE(over, 1) << "no connection was closed past the share";
+  EXPECT_LT(opened, 200u) << "the share never refused a handshake";
+  EXPECT_GT(still_open, 0u);
+  ASSERT_TRUE(node.status.ok()) << node.code() << " " << node.status.error_message();
+  held.clear();
+  EXPECT_TRUE(WaitFor([&] { return pool_used() == 0.0; }))
+      << "after the connections closed: " << pool_used();
 }
 
 }  // namespace

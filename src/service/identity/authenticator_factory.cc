@@ -15,6 +15,7 @@ StatusOr<AuthenticatorSetup> MakeAuthenticator(const AuthenticatorFlags& flags, 
   AttestedDocumentOptions options;
   options.signer_name = flags.signer_name;
   options.max_token_age = flags.max_token_age;
+  options.cache_entries = flags.identity_cache_entries;
   options.anchors_are_issuers = !flags.issuers_path.empty();
   const std::string& path = options.anchors_are_issuers ? flags.issuers_path : flags.roots_path;
   auto roots = AttestationRoots::Load(path, std::move(options));

@@ -20,6 +20,9 @@ struct AuthenticatorFlags {
   std::string issuers_path;                // --attestation-issuers, instead of roots_path
   std::string signer_name = "metadata.azure.com";
   std::chrono::seconds max_token_age{600};
+  // Verified documents kept (AttestedDocumentOptions::cache_entries): sized from the memory
+  // limit (memory_budget.h, SizeTables).
+  size_t identity_cache_entries = 100000;
 };
 
 // The authenticator and, for attested documents, its roots (reloaded on change, read by metrics).

@@ -52,7 +52,8 @@ inline constexpr char kMetricSignerCacheEntries[] = "lp_signer_cache_entries";
 inline constexpr char kMetricSignerRefusalCacheHits[] = "lp_signer_refusal_cache_hits_total";
 inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracked_nodes";
 inline constexpr char kMetricLogLinesDropped[] = "lp_log_lines_dropped_total";
-inline constexpr char kMetricKeptRequestBytes[] = "lp_kept_request_bytes";
-inline constexpr char kMetricKeptRequestBytesBudget[] = "lp_kept_request_bytes_budget";
+inline constexpr char kMetricConnectionMemory[] = "lp_connection_memory_bytes";
+inline constexpr char kMetricConnectionMemoryPool[] = "lp_connection_memory_pool_bytes";
+inline constexpr char kMetricConnectionMemoryAddresses[] = "lp_connection_memory_addresses";
 
 }  // namespace hotfix::service

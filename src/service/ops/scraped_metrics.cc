@@ -14,7 +14,7 @@
 
 #include "service/identity/attestation_roots.h"
 #include "service/ops/metric_names.h"
-#include "service/transport/kept_bytes_budget.h"
+#include "service/transport/connection_memory.h"
 #include "service/transport/tls_server_context.h"
 
 namespace hotfix::service {
@@ -315,13 +315,18 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
               "behind (common/log.h)",
               MetricType::Counter, static_cast<double>(sources.log->dropped_lines()));
   }
-  if (sources.kept_bytes != nullptr) {
-    AddSingle(&out, kMetricKeptRequestBytes,
-              "Request bytes streams keep now until they are answered (kept_bytes_budget.h)",
-              MetricType::Gauge, static_cast<double>(sources.kept_bytes->used()));
-    AddSingle(&out, kMetricKeptRequestBytesBudget,
-              "Request bytes streams may keep at once; a stream over it is refused",
-              MetricType::Gauge, static_cast<double>(sources.kept_bytes->limit()));
+  if (sources.memory_pool != nullptr) {
+    AddSingle(&out, kMetricConnectionMemory,
+              "Bytes connections hold now beyond their idle baseline: TLS and HTTP/2 state, "
+              "unread output, kept request bytes (connection_memory.h)",
+              MetricType::Gauge, static_cast<double>(sources.memory_pool->used()));
+    AddSingle(&out, kMetricConnectionMemoryPool,
+              "Bytes connections may hold at once beyond their baseline; one peer address an "
+              "eighth of it. Past it a request is refused or a connection closed",
+              MetricType::Gauge, static_cast<double>(sources.memory_pool->limit()));
+    AddSingle(&out, kMetricConnectionMemoryAddresses,
+              "Peer addresses whose connections hold something beyond their baseline now",
+              MetricType::Gauge, static_cast<double>(sources.memory_pool->keys()));
   }
   return out;
 }

@@ -20,7 +20,7 @@ namespace hotfix::service {
 
 class TlsServerContext;
 class AttestationRoots;
-class KeptBytesBudget;
+class MemoryPool;
 
 // What the metrics read when scraped rather than being told per call. Each is borrowed, may be
 // null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
@@ -33,8 +33,8 @@ struct ScrapedSources {
   const AutoHaltController* auto_halt = nullptr;  // lp_auto_halt_*
   // lp_attestation_roots_expiry_timestamp_seconds, lp_attestation_roots_last_reload_successful
   const AttestationRoots* attestation_roots = nullptr;
-  const Logger* log = nullptr;                  // lp_log_lines_dropped_total
-  const KeptBytesBudget* kept_bytes = nullptr;  // lp_kept_request_bytes{,_budget}
+  const Logger* log = nullptr;              // lp_log_lines_dropped_total
+  const MemoryPool* memory_pool = nullptr;  // lp_connection_memory_{bytes,pool_bytes,addresses}
 };
 
 // The families of `sources` now, with Prometheus' standard process_* families first (the

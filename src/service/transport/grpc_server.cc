@@ -24,6 +24,7 @@
 
 #include "common/openssl.h"
 #include "common/unique_fd.h"
+#include "service/transport/connection_memory.h"
 #include "service/transport/listen_socket.h"
 #include "service/transport/memory_budget.h"
 #include "service/transport/peer_counts.h"
@@ -35,6 +36,8 @@ namespace {
 // Descriptors kept free of connections: listeners, epoll and eventfd per loop, the log, the
 // store's inotify and folder reads, the metrics server, the reserve below.
 constexpr size_t kFdReserve = 128;
+// Output queued for a peer that does not read: reading pauses past it (OutputBacklogged).
+constexpr size_t kMaxPendingOutputBytes = 64 * 1024;
 // One read: a TLS record's worth.
 constexpr size_t kReadChunk = 16 * 1024;
 // Frames nghttp2 may hold for a connection before it stops being read until they are out:
@@ -156,9 +159,15 @@ class GrpcServer::Impl::Loop {
     // The header's destination, the address the node dialed: a ClientHello without a server
     // name is served the certificate for it (TlsServerContext::SetArrivalAddress).
     std::optional<sockaddr_storage> arrived_on;
+    // Its account of what it holds (connection_memory.h): from when its address is known, on
+    // the call listeners, with a pool. Its ssl's and session's allocations name it, so it
+    // outlives them whatever the order (ConnectionMemory::Close).
+    ConnectionMemory* memory = nullptr;
     std::unique_ptr<H2Session> session;
     std::string out;  // bytes owed to the peer, from out_offset on
     size_t out_offset = 0;
+    uint64_t out_charged = 0;              // out's capacity, charged to memory
+    bool out_overdrawn = false;            // out's capacity did not fit memory's share
     SteadyClock::time_point output_since;  // when out last became non-empty or drained some
     // Waiting for the peer to take output: then EPOLLOUT alone, for a peer that sends
     // without reading must not wake a loop that will not read it (level-triggered EPOLLIN).
@@ -185,6 +194,10 @@ class GrpcServer::Impl::Loop {
   void ResumeReading();
   void Flush(Connection* conn);
   void UpdateInterest(Connection* conn, bool want_out);
+  void OpenAccount(Connection* conn);
+  void ChargeOutput(Connection* conn);
+  // Closes `id` if it still exists and holds more than its account could pay for.
+  void CloseIfOverdrawn(uint64_t id);
   void Close(Connection* conn);
   void Tick(SteadyClock::time_point now);
   void DrainNow();
@@ -258,6 +271,7 @@ void GrpcServer::Impl::Loop::Run() {
         Accept(server_->listeners[id - kFirstListenerId].get());
       } else if (auto it = connections_.find(id); it != connections_.end()) {
         OnEvent(it->second.get(), events[i].events);
+        CloseIfOverdrawn(id);
       }
     }
     ResumeReading();
@@ -359,6 +373,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     conn->address = std::move(address);
     conn->peer_counted = count_peer;
     Connection* c = conn.get();
+    if (!listener->proxy_protocol) OpenAccount(c);
     connections_.emplace(c->id, std::move(conn));
     if (!listener->open_while_draining) ++draining_connections_;
     server.Report(TransportEvent::kAccepted, c->peer);
@@ -404,6 +419,7 @@ void GrpcServer::Impl::Loop::ReadProxyHeader(Connection* conn) {
       }
       conn->peer_counted = true;
       conn->awaiting_proxy_header = false;
+      OpenAccount(conn);
       std::string().swap(conn->proxy_header);
       StartTls(conn);
       return;
@@ -429,6 +445,7 @@ void GrpcServer::Impl::Loop::StartTls(Connection* conn) {
   if (server_->options.tls->generation() != ssl_generation_) {
     ssl_ctx_ = server_->options.tls->Current(&ssl_generation_);
   }
+  ConnectionMemoryScope scope(conn->memory);
   conn->ssl.reset(SSL_new(ssl_ctx_.get()));
   if (!conn->ssl || SSL_set_fd(conn->ssl.get(), conn->fd.get()) != 1) {
     ERR_clear_error();
@@ -477,7 +494,11 @@ void GrpcServer::Impl::Loop::OnEvent(Connection* conn, uint32_t events) {
 
 void GrpcServer::Impl::Loop::Handshake(Connection* conn) {
   ERR_clear_error();
-  int rv = SSL_accept(conn->ssl.get());
+  int rv;
+  {
+    ConnectionMemoryScope scope(conn->memory);
+    rv = SSL_accept(conn->ssl.get());
+  }
   if (rv == 1) {
     conn->handshaking = false;
     StartSession(conn);
@@ -506,10 +527,8 @@ void GrpcServer::Impl::Loop::StartSession(Connection* conn) {
   session_options.limits = server_->options.limits;
   session_options.handler = conn->listener->handler;
   session_options.events = server_->options.events;
-  if (!conn->listener->apart()) {
-    session_options.kept_metadata = server_->options.kept_metadata;
-    session_options.kept_bytes = server_->options.kept_bytes;
-  }
+  if (!conn->listener->apart()) session_options.kept_metadata = server_->options.kept_metadata;
+  session_options.memory = conn->memory;
   conn->session = std::make_unique<H2Session>(session_options, conn->peer, SteadyClock::now());
   if (draining_ && !conn->listener->open_while_draining) conn->session->Shutdown();
   // TLS 1.3 clients send their preface, and often the call, with the handshake's last flight:
@@ -538,6 +557,7 @@ void GrpcServer::Impl::Loop::ResumeReading() {
     conn->resume_queued = false;
     // Not while the peer owes us a read: Flush queues it again once it drained.
     if (conn->read_paused && !conn->epollout) ReadSome(conn);
+    CloseIfOverdrawn(id);
   }
   // What this reading queued waits for the next turn: others' events come first.
 }
@@ -560,7 +580,11 @@ void GrpcServer::Impl::Loop::ReadSome(Connection* conn) {
     ssize_t n;
     if (conn->ssl) {
       ERR_clear_error();
-      int rv = SSL_read(conn->ssl.get(), buffer_.data(), static_cast<int>(buffer_.size()));
+      int rv;
+      {
+        ConnectionMemoryScope scope(conn->memory);
+        rv = SSL_read(conn->ssl.get(), buffer_.data(), static_cast<int>(buffer_.size()));
+      }
       if (rv <= 0) {
         int error = SSL_get_error(conn->ssl.get(), rv);
         ERR_clear_error();
@@ -599,6 +623,7 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
       if (conn->out.capacity() > 4096) std::string().swap(conn->out);
       conn->out.clear();
       if (conn->session) conn->session->TakeOutput(&conn->out, kMaxPendingOutputBytes);
+      ChargeOutput(conn);
       if (conn->out.empty()) break;
       conn->output_since = SteadyClock::now();
     }
@@ -607,7 +632,11 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
     ssize_t n;
     if (conn->ssl) {
       ERR_clear_error();
-      int rv = SSL_write(conn->ssl.get(), data, static_cast<int>(size));
+      int rv;
+      {
+        ConnectionMemoryScope scope(conn->memory);
+        rv = SSL_write(conn->ssl.get(), data, static_cast<int>(size));
+      }
       if (rv <= 0) {
         int error = SSL_get_error(conn->ssl.get(), rv);
         ERR_clear_error();
@@ -649,6 +678,35 @@ void GrpcServer::Impl::Loop::UpdateInterest(Connection* conn, bool want_out) {
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conn->fd.get(), &ev);
 }
 
+void GrpcServer::Impl::Loop::OpenAccount(Connection* conn) {
+  if (conn->listener->apart() || server_->options.memory_pool == nullptr) return;
+  conn->memory = ConnectionMemory::New(server_->options.memory_pool, conn->address,
+                                       server_->options.connection_allowance);
+}
+
+void GrpcServer::Impl::Loop::ChargeOutput(Connection* conn) {
+  if (conn->memory == nullptr) return;
+  const uint64_t capacity = conn->out.capacity();
+  if (capacity > conn->out_charged) {
+    if (!conn->memory->TryCharge(capacity - conn->out_charged)) {
+      conn->out_overdrawn = true;  // CloseIfOverdrawn ends it after this turn
+      return;
+    }
+  } else if (capacity < conn->out_charged) {
+    conn->memory->Release(conn->out_charged - capacity);
+  }
+  conn->out_charged = capacity;
+}
+
+void GrpcServer::Impl::Loop::CloseIfOverdrawn(uint64_t id) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  Connection* conn = it->second.get();
+  if (conn->memory == nullptr || !(conn->memory->over() || conn->out_overdrawn)) return;
+  server_->Report(TransportEvent::kMemoryOverShare, conn->peer);
+  Close(conn);
+}
+
 void GrpcServer::Impl::Loop::Close(Connection* conn) {
   server_->Report(TransportEvent::kClosed, conn->peer);
   // Evidence that is this peer's own (refused_peers.h), once its PROXY header named it.
@@ -665,7 +723,10 @@ void GrpcServer::Impl::Loop::Close(Connection* conn) {
   // No EPOLL_CTL_DEL: the descriptor is never duplicated, so closing it removes it from the
   // epoll set (epoll(7), "Will closing a file descriptor cause it to be removed").
   if (!conn->listener->open_while_draining) --draining_connections_;
+  ConnectionMemory* memory = conn->memory;
+  if (memory != nullptr && conn->out_charged > 0) memory->Release(conn->out_charged);
   connections_.erase(conn->id);  // SSL_free, then close
+  if (memory != nullptr) memory->Close();
 }
 
 void GrpcServer::Impl::Loop::Tick(SteadyClock::time_point now) {
@@ -697,8 +758,10 @@ void GrpcServer::Impl::Loop::Tick(SteadyClock::time_point now) {
       server_->Report(TransportEvent::kOutputStalled, conn->peer);
       Close(conn);
     } else {
+      const uint64_t id = conn->id;
       conn->session->OnTimer(now);
       Flush(conn);
+      CloseIfOverdrawn(id);
     }
   }
 }

@@ -35,6 +35,8 @@
 
 namespace hotfix::service {
 
+class MemoryPool;
+
 struct ListenerSpec {
   std::string address;             // "ADDR:PORT"; port 0 picks one
   bool tls = true;                 // false: h2c (the plaintext health port)
@@ -76,9 +78,12 @@ struct GrpcServerOptions {
   // their PROXY header, before TLS, until the window ends (refused_peers.h).
   RefusedPeerLimit refused_peers;
   std::chrono::milliseconds handshake_timeout{10000};
-  // The request bytes all connections' streams may keep at once (kept_bytes_budget.h);
-  // borrowed, must outlive the server; null: no budget beyond each connection's own limits.
-  KeptBytesBudget* kept_bytes = nullptr;
+  // What connections on the call listeners may hold beyond their baseline, per peer address
+  // (connection_memory.h), shared with the connections' accounts; null: nothing beyond each
+  // connection's own limits. Each connection's first connection_allowance bytes of OpenSSL's
+  // and nghttp2's allocations are its baseline, which the cap already charges.
+  std::shared_ptr<MemoryPool> memory_pool;
+  uint64_t connection_allowance = 0;
   // A peer that reads none of our output for this long is closed.
   std::chrono::milliseconds output_stall_timeout{10000};
   TransportEventSink* events = nullptr;  // borrowed; may be null

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "service/transport/kept_bytes_budget.h"
+#include "service/transport/connection_memory.h"
 #include "wire/grpc_framing.h"
 
 namespace hotfix::service {
@@ -341,7 +341,11 @@ H2Session::H2Session(const H2SessionOptions& options, std::string peer, SteadyCl
   // Closed streams are not kept for priority bookkeeping: a reset flood leaves nothing behind.
   nghttp2_option_set_no_closed_streams(option, 1);
   nghttp2_option_set_max_settings(option, 16);
-  int rv = nghttp2_session_server_new2(&session_, callbacks, this, option);
+  // nghttp2's allocations charge the connection's account: past its share one fails, and
+  // nghttp2 ends the session (NGHTTP2_ERR_NOMEM).
+  int rv = nghttp2_session_server_new3(
+      &session_, callbacks, this, option,
+      options_.memory != nullptr ? options_.memory->nghttp2_allocator() : nullptr);
   nghttp2_session_callbacks_del(callbacks);
   nghttp2_option_del(option);
   if (rv != 0) {
@@ -365,14 +369,16 @@ H2Session::~H2Session() {
 }
 
 bool H2Session::Charge(Stream* stream, size_t n) {
-  if (options_.kept_bytes == nullptr) return true;
-  if (!options_.kept_bytes->TryCharge(n)) return false;
+  if (options_.memory == nullptr) return true;
+  // Never the last of the share: nghttp2 needs some to answer RESOURCE_EXHAUSTED with.
+  constexpr uint64_t kAnswerHeadroom = 16 * 1024;
+  if (!options_.memory->TryCharge(n, kAnswerHeadroom)) return false;
   stream->charged += n;
   return true;
 }
 
 void H2Session::Uncharge(Stream* stream) {
-  if (options_.kept_bytes != nullptr) options_.kept_bytes->Release(stream->charged);
+  if (options_.memory != nullptr) options_.memory->Release(stream->charged);
   stream->charged = 0;
 }
 
@@ -520,12 +526,14 @@ void H2Session::Dispatch(Stream* stream) {
   if (!wire::IsGrpcContentType(stream->content_type)) return RespondHttp(stream, "415");
   GrpcReply reply;
   if (stream->over_budget) {
-    // Other connections hold the process's share of request bytes: this one is refused at
-    // once rather than queued, and the node's client retries.
+    // Other connections hold the memory connections may have beyond their baseline, or
+    // this peer address's share of it: refused at once rather than queued, and the node's
+    // client retries.
     Report(TransportEvent::kKeptBytesOverBudget);
     reply.code = GrpcCode::kResourceExhausted;
-    reply.error_message = "the service holds as many request bytes as it may (" +
-                          std::to_string(options_.kept_bytes->limit()) + "); retry later";
+    reply.error_message =
+        "the service holds as much request memory as it may for this address or in all; retry "
+        "later";
     return Respond(stream, std::move(reply));
   }
   if (stream->headers_too_large) {

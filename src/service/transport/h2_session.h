@@ -110,12 +110,13 @@ class GrpcHandler {
   virtual void Handle(const GrpcCall& call, GrpcReply* reply) = 0;
 };
 
-class KeptBytesBudget;
+class ConnectionMemory;
 
 struct H2SessionOptions {
   H2Limits limits;
-  // The process's budget of kept request bytes (kept_bytes_budget.h); borrowed, may be null.
-  KeptBytesBudget* kept_bytes = nullptr;
+  // The connection's memory account (connection_memory.h): nghttp2's allocations and the
+  // request bytes streams keep charge it. Borrowed, may be null (nothing is then counted).
+  ConnectionMemory* memory = nullptr;
   GrpcHandler* handler = nullptr;        // borrowed
   TransportEventSink* events = nullptr;  // borrowed; may be null
   // Metadata keys (lower case) whose values reach GrpcCall::metadata; others are counted
@@ -168,7 +169,8 @@ class H2Session {
   friend struct H2Callbacks;
 
   void Fail(TransportEvent event, uint32_t error_code, std::string_view detail = {});
-  // The process's budget of kept request bytes for `stream` (false: no room, nothing charged).
+  // The connection's memory account, for request bytes `stream` keeps (false: no room,
+  // nothing charged).
   bool Charge(Stream* stream, size_t n);
   void Uncharge(Stream* stream);
   void Report(TransportEvent event, std::string_view detail = {});

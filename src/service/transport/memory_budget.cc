@@ -29,34 +29,43 @@ std::optional<uint64_t> ReadLimitFile(const std::string& path) {
 
 }  // namespace
 
-uint64_t WorstCaseConnectionBytes(const H2Limits& limits) {
-  const uint64_t per_stream =
-      uint64_t{limits.max_header_list_bytes} + uint64_t{limits.max_request_bytes};
-  return uint64_t{limits.max_concurrent_streams} * per_stream + kHeaderFieldBufferBytes +
-         kMaxPendingOutputBytes + kConnectionOverheadBytes;
+TableSizes SizeTables(std::optional<uint64_t> memory_limit) {
+  TableSizes t;
+  if (memory_limit) {
+    auto entries = [&](uint64_t share, uint64_t entry_bytes) {
+      return static_cast<size_t>(
+          std::clamp<uint64_t>(*memory_limit / share / entry_bytes, 1024, 100000));
+    };
+    t.identity_cache_entries = entries(32, kIdentityCacheEntryBytes);
+    t.recent_reports = entries(64, kRecentReportBytes);
+    t.rate_limiter_keys = entries(64, kRateLimiterKeyBytes);
+  }
+  t.bytes = t.identity_cache_entries * kIdentityCacheEntryBytes +
+            t.recent_reports * kRecentReportBytes + t.rate_limiter_keys * kRateLimiterKeyBytes;
+  return t;
 }
 
 StatusOr<ConnectionBudget> BudgetConnections(uint64_t memory_limit, uint64_t resident_now,
-                                             const H2Limits& limits) {
+                                             const TableSizes& tables) {
   ConnectionBudget b;
   b.memory_limit = memory_limit;
-  b.reserve = std::max(kMinProcessReserveBytes, resident_now + kProcessHeadroomBytes);
-  b.per_connection = WorstCaseConnectionBytes(limits);
-  const uint64_t least = b.reserve + kMinConnections * b.per_connection;
+  b.reserve = resident_now + tables.bytes + kProcessHeadroomBytes;
+  b.per_connection = kConnectionBaselineBytes;
+  const uint64_t least = b.reserve + kMinPoolBytes + kMinConnections * b.per_connection;
   if (memory_limit < least) {
     return Status::InvalidArgument(
         "--memory-limit " + FormatByteSize(memory_limit) + " leaves room for fewer than " +
         std::to_string(kMinConnections) + " connections of " +
         std::to_string(b.per_connection / 1024) + " KiB beside " + std::to_string(b.reserve >> 20) +
-        " MiB for the process; give at least " + std::to_string((least + (1 << 20) - 1) >> 20) +
-        "Mi");
+        " MiB for the process (" + std::to_string(resident_now >> 20) + " MiB resident now, " +
+        std::to_string(tables.bytes >> 20) + " MiB for its tables) and " +
+        std::to_string(kMinPoolBytes >> 20) + " MiB for calls; give at least " +
+        std::to_string((least + (1 << 20) - 1) >> 20) + "Mi");
   }
-  b.max_connections = static_cast<size_t>((memory_limit - b.reserve) / b.per_connection);
+  const uint64_t left = memory_limit - b.reserve;
+  b.pool = std::max(kMinPoolBytes, left / kPoolShares);
+  b.max_connections = static_cast<size_t>((left - b.pool) / b.per_connection);
   return b;
-}
-
-uint64_t KeptBytesBudgetFor(const std::optional<ConnectionBudget>& budget) {
-  return budget ? (budget->memory_limit - budget->reserve) / 4 : kDefaultKeptBytesBudget;
 }
 
 StatusOr<uint64_t> ParseByteSize(std::string_view text) {
@@ -81,8 +90,12 @@ StatusOr<uint64_t> ParseByteSize(std::string_view text) {
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || value == 0 ||
       value > UINT64_MAX / factor) {
-    return Status::InvalidArgument("\"" + std::string(text) +
-                                   "\": want a size such as 256Mi, 1Gi, 512M or a byte count");
+    // Appended, not "\"" + std::string(text): GCC 12 at -O2 warns (-Wrestrict) on the
+    // latter's inlined memcpy, a false positive (GCC bug 105329).
+    std::string message = "\"";
+    message.append(text);
+    message.append("\": want a size such as 256Mi, 1Gi, 512M or a byte count");
+    return Status::InvalidArgument(message);
   }
   return value * factor;
 }

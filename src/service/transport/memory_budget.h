@@ -1,12 +1,13 @@
-// How many connections a memory limit admits. Every connection a peer opens can be made to hold its
-// worst case (H2Limits: every stream at its header-list and message caps, nghttp2's buffer for one
-// header field, the output a peer leaves unread, OpenSSL's record buffers), so the connection cap
-// is what fits beside the process's own needs: the process then refuses connections
-// (shed_max_connections) before the kernel's OOM killer ends it (docs/SERVICE.md, "Limits").
+// What a memory limit buys (docs/SERVICE.md, "Memory"): the process's own tables sized from it,
+// a reserve for the process measured at start, a pool for what connections hold beyond their
+// idle baseline (connection_memory.h), and a connection cap that charges each connection that
+// baseline, as measured (bench/density.sh). So a flood is refused (shed_max_connections,
+// memory_over_share) before the kernel's OOM killer ends the process.
 //
 //   auto limit = ParseByteSize("256Mi");                      // --memory-limit
 //   std::optional<uint64_t> cgroup = CgroupMemoryLimit();      // the default
-//   ConnectionBudget b = BudgetConnections(*limit, ResidentBytes(), H2Limits{});
+//   TableSizes tables = SizeTables(limit);                     // before the tables are made
+//   ConnectionBudget b = BudgetConnections(*limit, ResidentBytes(), tables);
 #pragma once
 
 #include <cstddef>
@@ -16,50 +17,54 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "service/transport/h2_session.h"
 
 namespace hotfix::service {
 
-// What one connection may hold at most besides its streams: OpenSSL's object and its two
-// record buffers while busy (about 34 KiB), nghttp2's session and HPACK tables (4 KiB each
-// way), with room to spare; measured by the flood in tests/integration/service_attack_test.cc.
-inline constexpr uint64_t kConnectionOverheadBytes = 48 * 1024;
-// nghttp2 buffers one header field while it decodes it; its HPACK limit is 64 KiB
-// (nghttp2_hd.c, NGHTTP2_HD_MAX_NV).
-inline constexpr uint64_t kHeaderFieldBufferBytes = 64 * 1024;
-// Output queued for a peer that does not read (grpc_server.cc pauses reading past it).
-inline constexpr uint64_t kMaxPendingOutputBytes = 64 * 1024;
-// Kept back from the limit for the process itself at least: code and libraries, the identity cache
-// at its 100,000 entries (about 30 MiB), the recent reports at theirs (about 10 MiB), two store
-// snapshots during a reload, the metrics server. A Release build idles at about 20 MiB resident.
-inline constexpr uint64_t kMinProcessReserveBytes = 96ull << 20;
-// Beside what the process already holds when the budget is made (an ASan build idles at
-// about 80 MiB): the caches above at their caps.
-inline constexpr uint64_t kProcessHeadroomBytes = 64ull << 20;
+// What an idle TLS connection with HTTP/2 set up costs the process: 35.8 kB of resident memory
+// and 37.5 kB of its cgroup's (with the kernel's socket) in a Release build, measured by
+// bench/density.sh (docs/BENCHMARKS.md, "Density"); charged with room to spare.
+inline constexpr uint64_t kConnectionBaselineBytes = 40 * 1024;
+// Of that, what OpenSSL's and nghttp2's allocations and the output buffer come to for an idle
+// connection (the same measurement, through the accounts): each connection's allowance, so an
+// idle one charges the pool nothing (connection_memory.h).
+inline constexpr uint64_t kConnectionAllowanceBytes = 40 * 1024;
+// Beside what the process holds at start and its tables at their caps: a store reload's second
+// snapshot, the metrics listener's buffers, malloc's slack.
+inline constexpr uint64_t kProcessHeadroomBytes = 8ull << 20;
+// The pool of connections' holdings beyond their baseline: an eighth of what is left after the
+// reserve, at least this; one peer address may hold an eighth of the pool.
+inline constexpr uint64_t kMinPoolBytes = 4ull << 20;
+inline constexpr uint64_t kPoolShares = 8;
+// Without a memory limit.
+inline constexpr uint64_t kUnlimitedPoolBytes = 256ull << 20;
+inline constexpr size_t kMinConnections = 16;
 
-// The worst case of one connection under `limits`.
-uint64_t WorstCaseConnectionBytes(const H2Limits& limits);
+// The tables that grow with the fleet, capped from the limit: a 32nd of it for verified
+// documents (0.34-0.46 kB each, measured), a 64th each for the reports seen and the rate
+// limiter's nodes; each between 1,024 and 100,000 entries; 100,000 without a limit.
+struct TableSizes {
+  size_t identity_cache_entries = 100000;
+  size_t recent_reports = 100000;
+  size_t rate_limiter_keys = 100000;
+  uint64_t bytes = 0;  // what they hold at their caps
+};
+inline constexpr uint64_t kIdentityCacheEntryBytes = 512;
+inline constexpr uint64_t kRecentReportBytes = 256;
+inline constexpr uint64_t kRateLimiterKeyBytes = 192;
+TableSizes SizeTables(std::optional<uint64_t> memory_limit);
 
 struct ConnectionBudget {
   uint64_t memory_limit = 0;    // bytes
-  uint64_t reserve = 0;         // kept back for the process
-  uint64_t per_connection = 0;  // WorstCaseConnectionBytes
-  size_t max_connections = 0;   // (memory_limit - reserve) / per_connection
+  uint64_t reserve = 0;         // resident at start + the tables + kProcessHeadroomBytes
+  uint64_t pool = 0;            // connections' holdings beyond their baseline
+  uint64_t per_connection = 0;  // kConnectionBaselineBytes
+  size_t max_connections = 0;   // (memory_limit - reserve - pool) / per_connection
 };
 
-// The reserve is the larger of kMinProcessReserveBytes and resident_now +
-// kProcessHeadroomBytes. InvalidArgument when the limit leaves room for fewer than
-// kMinConnections connections, naming the least limit that would do.
-inline constexpr size_t kMinConnections = 16;
+// InvalidArgument when the limit leaves room for fewer than kMinConnections connections beside
+// the reserve and the least pool, naming the least limit that would do.
 StatusOr<ConnectionBudget> BudgetConnections(uint64_t memory_limit, uint64_t resident_now,
-                                             const H2Limits& limits);
-
-// The request bytes every connection's streams may keep at once (kept_bytes_budget.h): a
-// quarter of what the connections may use, (memory_limit - reserve) / 4, so that a flood that
-// fills every stream at its caps still leaves the rest to TLS, output and the process;
-// kDefaultKeptBytesBudget without a memory limit. Nodes keep about 5 KiB per call.
-inline constexpr uint64_t kDefaultKeptBytesBudget = 256ull << 20;
-uint64_t KeptBytesBudgetFor(const std::optional<ConnectionBudget>& budget);
+                                             const TableSizes& tables);
 
 // "268435456", "256Mi", "1Gi", "512M", "2G", "64Ki", "64k" (Kubernetes' quantity suffixes:
 // binary Ki/Mi/Gi/Ti, decimal k/M/G/T). InvalidArgument otherwise, or for 0.

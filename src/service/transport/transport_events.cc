@@ -28,7 +28,8 @@ const char* TransportEventName(TransportEvent event) {
                                            "proxy_header_timeout",
                                            "proxy_peer_not_allowed",
                                            "kept_bytes_over_budget",
-                                           "unknown_server_name"};
+                                           "unknown_server_name",
+                                           "memory_over_share"};
   static_assert(std::size(kNames) == static_cast<size_t>(TransportEvent::kCount));
   const auto i = static_cast<size_t>(event);
   return i < std::size(kNames) ? kNames[i] : "unknown";

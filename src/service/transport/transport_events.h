@@ -28,9 +28,12 @@ enum class TransportEvent {
   kProxyHeaderInvalid,   // --proxy-protocol: the connection did not start with a valid header
   kProxyHeaderTimeout,   // --proxy-protocol: no whole header within the handshake timeout
   kProxyPeerNotAllowed,  // --proxy-protocol: the TCP peer is outside --proxy-protocol-from
-  kKeptBytesOverBudget,  // a request refused: the process's kept request bytes at their budget
+  kKeptBytesOverBudget,  // a request refused: its kept bytes do not fit the connection memory
+                         // pool or its address's share (connection_memory.h)
   kUnknownServerName,    // --tls-cert-dir: no certificate for the ClientHello's server name
                          // (or, without one, the address it dialed): unrecognized_name alert
+  kMemoryOverShare,      // closed: OpenSSL's or nghttp2's holdings for it beyond its baseline
+                         // do not fit the pool or its address's share (connection_memory.h)
   kCount,
 };
 

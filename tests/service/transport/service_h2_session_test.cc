@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "h2_frames.h"
-#include "service/transport/kept_bytes_budget.h"
+#include "service/transport/connection_memory.h"
 #include "wire/grpc_unary.h"
 
 namespace hotfix::service {
@@ -175,31 +175,43 @@ TEST_F(H2SessionTest, AHeaderListOverTheLimitIsResourceExhaustedAndNeverHandled)
   EXPECT_TRUE(Saw(TransportEvent::kHeaderListTooLarge));
 }
 
-// The process's budget of kept request bytes, shared by every connection: while others hold
-// it (charged here by hand), a call whose document does not fit is refused at once and never
-// handled; once they let go, the same call is served, and its bytes are released at its end.
-TEST_F(H2SessionTest, ACallOverTheProcesssKeptBytesBudgetIsResourceExhausted) {
-  KeptBytesBudget budget(4096);
-  options_.kept_bytes = &budget;
-  ASSERT_TRUE(budget.TryCharge(3000));  // other connections' streams
+// The memory connections hold beyond their baseline, one address's share of it shared by that
+// address's connections: while others hold it (charged here by hand), a call whose document
+// does not fit is refused at once and never handled, and the session can still answer; once
+// they let go, the same call is served, and its bytes are released at its end.
+TEST_F(H2SessionTest, ACallOverItsAddresssMemoryShareIsResourceExhausted) {
+  auto pool = std::make_shared<MemoryPool>(1 << 20, 96 * 1024);
+  ConnectionMemory* others = ConnectionMemory::New(pool, "10.0.0.1", 0);
   const std::vector<wire::Metadata> document = {{"authorization", std::string(2000, 'd'), true}};
   {
+    ConnectionMemory* memory = ConnectionMemory::New(pool, "10.0.0.1", 0);
+    options_.memory = memory;
     H2Session session(options_, "p", now_);
+    // Room for nghttp2 to read the call and answer it, not for the document and the headroom
+    // a stream must leave.
+    ASSERT_TRUE(others->TryCharge(pool->per_key_limit() - pool->used() - 12 * 1024));
     wire::UnaryResponse r = Call(session, "m", document);
     EXPECT_EQ(r.status.code, GrpcCode::kResourceExhausted);
     EXPECT_EQ(r.status.message,
-              "the service holds as many request bytes as it may (4096); "
+              "the service holds as much request memory as it may for this address or in all; "
               "retry later");
     EXPECT_TRUE(handler_.paths.empty());
     EXPECT_TRUE(Saw(TransportEvent::kKeptBytesOverBudget));
+    EXPECT_FALSE(memory->over()) << "nghttp2 had what it needed";
+    memory->Close();
   }
-  EXPECT_EQ(budget.used(), 3000u);  // nothing of the refused call is left charged
-  budget.Release(3000);
-  H2Session session(options_, "p", now_);
-  ASSERT_TRUE(Call(session, "m", document).status.ok());
-  EXPECT_EQ(handler_.paths.size(), 1u);
-  EXPECT_EQ(budget.used(), 0u);  // released when the stream ended
-  EXPECT_FALSE(budget.TryCharge(4097));
+  others->Release(others->used());
+  EXPECT_EQ(pool->used(), 0u) << "nothing of the refused call is left charged";
+  ConnectionMemory* memory = ConnectionMemory::New(pool, "10.0.0.1", 0);
+  options_.memory = memory;
+  {
+    H2Session session(options_, "p", now_);
+    ASSERT_TRUE(Call(session, "m", document).status.ok());
+    EXPECT_EQ(handler_.paths.size(), 1u);
+  }
+  memory->Close();
+  others->Close();
+  EXPECT_EQ(pool->used(), 0u) << "released when the stream ended";
 }
 
 TEST_F(H2SessionTest, ADelayedReplyLeavesAtItsTimeAndNotBefore) {

@@ -28,36 +28,49 @@ TEST(MemoryBudgetTest, SizesParseAsKubernetesWritesThem) {
   EXPECT_EQ(FormatByteSize(1000), "1000");
 }
 
-TEST(MemoryBudgetTest, TheWorstCaseIsEveryStreamFull) {
-  H2Limits limits;
-  EXPECT_EQ(WorstCaseConnectionBytes(limits), 4 * (80 * 1024 + 16 * 1024) +
-                                                  kHeaderFieldBufferBytes + kMaxPendingOutputBytes +
-                                                  kConnectionOverheadBytes);
-  limits.max_concurrent_streams = 1;
-  EXPECT_EQ(WorstCaseConnectionBytes(limits), 96 * 1024 + 64 * 1024 + 64 * 1024 + 48 * 1024);
+TEST(MemoryBudgetTest, TablesAreSizedFromTheLimit) {
+  const TableSizes unlimited = SizeTables(std::nullopt);
+  EXPECT_EQ(unlimited.identity_cache_entries, 100000u);
+  EXPECT_EQ(unlimited.recent_reports, 100000u);
+  EXPECT_EQ(unlimited.rate_limiter_keys, 100000u);
+  const TableSizes small = SizeTables(128ull << 20);
+  EXPECT_EQ(small.identity_cache_entries, (128ull << 20) / 32 / kIdentityCacheEntryBytes);
+  EXPECT_EQ(small.recent_reports, (128ull << 20) / 64 / kRecentReportBytes);
+  EXPECT_EQ(small.rate_limiter_keys, (128ull << 20) / 64 / kRateLimiterKeyBytes);
+  EXPECT_EQ(small.bytes, small.identity_cache_entries * kIdentityCacheEntryBytes +
+                             small.recent_reports * kRecentReportBytes +
+                             small.rate_limiter_keys * kRateLimiterKeyBytes);
+  EXPECT_LE(small.bytes, (128ull << 20) / 16);
+  EXPECT_EQ(SizeTables(1ull << 20).identity_cache_entries, 1024u) << "never fewer";
+  EXPECT_EQ(SizeTables(64ull << 30).identity_cache_entries, 100000u) << "never more";
 }
 
-TEST(MemoryBudgetTest, ConnectionsAreWhatFitsBesideTheProcess) {
-  const H2Limits limits;
-  const uint64_t per = WorstCaseConnectionBytes(limits);
-  // A small process: the fixed reserve applies.
-  auto b = BudgetConnections(512ull << 20, 20ull << 20, limits);
+TEST(MemoryBudgetTest, ConnectionsAreChargedTheirBaselineBesideTheReserveAndThePool) {
+  const uint64_t limit = 128ull << 20;
+  const TableSizes tables = SizeTables(limit);
+  auto b = BudgetConnections(limit, 16ull << 20, tables);
   ASSERT_TRUE(b.ok()) << b.status().message();
-  EXPECT_EQ(b->reserve, kMinProcessReserveBytes);
-  EXPECT_EQ(b->max_connections, ((512ull << 20) - kMinProcessReserveBytes) / per);
-  // A big one (an ASan build): what it holds plus the headroom.
-  b = BudgetConnections(512ull << 20, 100ull << 20, limits);
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->reserve, (100ull << 20) + kProcessHeadroomBytes);
-  EXPECT_EQ(b->max_connections, ((512ull << 20) - b->reserve) / per);
+  EXPECT_EQ(b->reserve, (16ull << 20) + tables.bytes + kProcessHeadroomBytes);
+  EXPECT_EQ(b->pool, (limit - b->reserve) / kPoolShares);
+  EXPECT_EQ(b->per_connection, kConnectionBaselineBytes);
+  EXPECT_EQ(b->max_connections, (limit - b->reserve - b->pool) / kConnectionBaselineBytes);
+  // Issue 31's goal: 2,000 idle TLS connections in 128Mi, as a Release build idles (16 MiB).
+  EXPECT_GE(b->max_connections, 2000u);
+  // A big process (an ASan build): what it holds is the reserve's start.
+  auto big = BudgetConnections(limit, 90ull << 20, tables);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(big->pool, kMinPoolBytes) << "the least pool";
+  EXPECT_LT(big->max_connections, b->max_connections);
   // Too small a limit is refused, naming the least that would do.
-  auto small = BudgetConnections(64ull << 20, 20ull << 20, limits);
+  auto small = BudgetConnections(64ull << 20, 60ull << 20, SizeTables(64ull << 20));
   ASSERT_FALSE(small.ok());
-  const uint64_t least_mi = (kMinProcessReserveBytes + kMinConnections * per + (1 << 20) - 1) >> 20;
+  const uint64_t least = (60ull << 20) + SizeTables(64ull << 20).bytes + kProcessHeadroomBytes +
+                         kMinPoolBytes + kMinConnections * kConnectionBaselineBytes;
+  const uint64_t least_mi = (least + (1 << 20) - 1) >> 20;
   EXPECT_NE(small.status().message().find("give at least " + std::to_string(least_mi) + "Mi"),
             std::string::npos)
       << small.status().message();
-  EXPECT_TRUE(BudgetConnections(least_mi << 20, 20ull << 20, limits).ok());
+  EXPECT_TRUE(BudgetConnections(least_mi << 20, 60ull << 20, SizeTables(64ull << 20)).ok());
 }
 
 // A /proc/self/cgroup and a cgroup file system, as a test writes them.
@@ -114,12 +127,5 @@ TEST(ResidentBytesTest, IsThisProcessesResidentSet) {
 }
 
 }  // namespace
-// A quarter of what the connections may use; a fixed 256 MiB without a memory limit.
-TEST(MemoryBudgetTest, TheKeptBytesBudgetIsAQuarterOfTheConnectionsShare) {
-  auto budget = BudgetConnections(512ull << 20, 0, H2Limits{});
-  ASSERT_TRUE(budget.ok()) << budget.status().ToString();
-  EXPECT_EQ(KeptBytesBudgetFor(*budget), (512ull - 96) / 4 << 20);  // 104 MiB
-  EXPECT_EQ(KeptBytesBudgetFor(std::nullopt), 256ull << 20);
-}
 
 }  // namespace hotfix::service

@@ -35,6 +35,7 @@ TEST(TransportEventNameTest, EveryEventHasItsLabel) {
       "proxy_peer_not_allowed",
       "kept_bytes_over_budget",
       "unknown_server_name",
+      "memory_over_share",
   };
   ASSERT_EQ(expected.size(), static_cast<size_t>(TransportEvent::kCount));
   for (size_t i = 0; i < expected.size(); ++i) {
