@@ -5,7 +5,9 @@
 // rollouts (docs/ROLLOUTS.md): they read a component folder and never serve. Their logic is in
 // src/service/control/ (validate.h, plan.h, fleet.h, simulate.h, rollout_edit.h); here their flags,
 // the choice of inputs they name (simulate's fleet from --nodes or --random), and their printing.
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -246,17 +248,39 @@ int RunSimulate(int argc, char** argv) {
   return kToolOk;
 }
 
+// The notes' default `by`: the login and the host ("alice@laptop", "uid 65532@lps-7f9c" in the
+// image, whose user has no name).
+std::string WhoEdits() {
+  std::string user;
+  for (const char* var : {"USER", "LOGNAME"}) {
+    if (const char* v = getenv(var); v != nullptr && *v != '\0') {
+      user = v;
+      break;
+    }
+  }
+  if (user.empty()) {
+    const passwd* pw = getpwuid(getuid());
+    user = pw != nullptr ? pw->pw_name : "uid " + std::to_string(getuid());
+  }
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return user + (host[0] != '\0' ? std::string("@") + host : std::string());
+}
+
 int RunRollout(int argc, char** argv) {
   CLI::App app{
       "Emergency edits of one rollout in a component file, through the validation the service "
-      "loads it with: halt (\"halted\": true), hold (\"hold_at\": --at, default now), resume "
-      "(\"halted\" and \"hold_at\" removed and, for a rollout with auto_halt, \"since\" moved to "
-      "--at, past the failures). Prints what changed, writes the file atomically (not with "
-      "--dry-run), and refuses an edit the service would refuse. Never serves. Then ship the "
-      "folder to the ConfigMap (docs/ROLLOUTS.md, \"Operating a rollout\").",
+      "loads it with: halt (\"halted\": true, and a halt_note of who, when and --reason), hold "
+      "(\"hold_at\": --at, default now), resume (continues from the percent it held: the later "
+      "steps move by the time it was stopped; \"halted\", \"hold_at\" and \"halt_note\" "
+      "removed, a resume_note written and, for a rollout with auto_halt, \"since\" moved to "
+      "--at, past the failures). Prints the percent before and after and the next step, then "
+      "what changed; writes the file atomically (not with --dry-run), and refuses an edit the "
+      "service would refuse. Never serves. Then apply the overlay (docs/OPERATIONS.md, \"Halt a "
+      "rollout\").",
       "live-patching-service rollout"};
   app.footer(kExitCodes);
-  std::string action, name, dir, component = "aksNodeController", at_text;
+  std::string action, name, dir, component = "aksNodeController", at_text, reason, by;
   bool dry_run = false;
   app.add_option("action", action, "halt, hold or resume")
       ->required()
@@ -265,9 +289,15 @@ int RunRollout(int argc, char** argv) {
   app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
   app.add_option("--component", component, "the component")->capture_default_str();
   app.add_option("--at", at_text, "RFC 3339 UTC time for hold and resume (default: now)");
+  app.add_option("--reason", reason, "why, into the note (required for halt)");
+  app.add_option("--by", by, "who, into the note (default: USER@host)");
   app.add_flag("--dry-run", dry_run, "print what would change; write nothing");
   if (auto code = ParseTool(app, argc, argv)) return *code;
   if (auto code = BadComponent("rollout", component)) return *code;
+  if (action == "halt" && reason.empty()) {
+    return ToolError("rollout", "halt needs --reason TEXT: it is written into the file",
+                     kToolUsage);
+  }
   svc::RolloutEdit edit;
   edit.kind = action == "halt"   ? svc::RolloutEditKind::kHalt
               : action == "hold" ? svc::RolloutEditKind::kHold
@@ -276,6 +306,8 @@ int RunRollout(int argc, char** argv) {
   auto at = AtFlag(at_text);
   if (!at.ok()) return ToolError("rollout", "--at " + at.status().message(), kToolUsage);
   edit.at = *at;
+  edit.by = by.empty() ? WhoEdits() : by;
+  edit.reason = reason;
   const std::string path = dir + "/" + component + ".json";
   auto text = hotfix::ReadFileToString(path, size_t{1} << 20);  // the store's own cap
   if (!text.ok()) return ToolError("rollout", text.status().message(), kToolFailed);
@@ -284,10 +316,11 @@ int RunRollout(int argc, char** argv) {
     return ToolError("rollout", path + ": " + edited.status().message(), kToolFailed);
   }
   if (*edited == *text) {
-    std::cout << path << ": rollout \"" << name << "\" is already so; nothing to change\n";
+    std::cout << svc::DescribeRolloutEdit(*text, *text, edit) << path << ": rollout \"" << name
+              << "\" is already so; nothing to change\n";
     return kToolOk;
   }
-  std::cout << svc::ChangedLines(*text, *edited);
+  std::cout << svc::DescribeRolloutEdit(*text, *edited, edit) << svc::ChangedLines(*text, *edited);
   if (dry_run) return kToolOk;
   hotfix::AtomicWriteOptions write;
   write.mode = hotfix::ExistingMode(path).value_or(0644);
@@ -412,7 +445,9 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "how often the TLS pair and the attestation roots are checked for changes "
                  "(1s to 1d)")
       ->capture_default_str();
-  app.add_option("--threads", c.threads, "event-loop threads (0: one per core)")
+  app.add_option("--threads", c.threads,
+                 "event-loop threads (0: one per CPU the process may use, at most its cgroup CPU "
+                 "quota rounded up)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
   app.add_option("--max-connections", c.max_connections,

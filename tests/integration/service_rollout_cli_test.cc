@@ -327,32 +327,64 @@ TEST(RolloutToolsCliTest, RolloutHaltHoldResumeEditTheFileThroughValidation) {
   TempDir dir("rollout-cli");
   dir.Write("aksNodeController.json", GoodFile());
   const std::string folder = dir.path().string();
-  RunResult r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder, "--dry-run"});
+  // A halt says why: without --reason it is a usage error and writes nothing.
+  RunResult r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder});
+  EXPECT_EQ(r.status.exit_code, 2);
+  EXPECT_THAT(r.stderr_text, HasSubstr("halt needs --reason TEXT"));
+  const std::vector<std::string> halt = {"rollout",
+                                         "halt",
+                                         kRollout,
+                                         "--components-dir",
+                                         folder,
+                                         "--reason",
+                                         "INC-1234: nodes fail to join",
+                                         "--at",
+                                         "2026-12-04T07:00:00Z"};
+  std::vector<std::string> dry = halt;
+  dry.push_back("--dry-run");
+  r = RunTool(dry);
   EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
   EXPECT_THAT(r.stdout_text, HasSubstr("+      \"halted\": true"));
   EXPECT_EQ(dir.Read("aksNodeController.json"), GoodFile());  // a dry run writes nothing
 
-  r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder});
+  r = RunTool(halt);
   EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("rollout \"" + std::string(kRollout) +
+                                       "\": percent 10.5 -> 0 (halted) at 2026-12-04T07:00:00Z\n"));
+  EXPECT_THAT(r.stdout_text, HasSubstr("next step: none while halted\n"));
   EXPECT_THAT(r.stdout_text, HasSubstr(": written"));
   Json file = Json::parse(dir.Read("aksNodeController.json"));
   EXPECT_EQ(file["rollouts"][0]["halted"], true);
+  const Json note = file["rollouts"][0]["halt_note"];
+  EXPECT_EQ(note["at"], "2026-12-04T07:00:00Z");
+  EXPECT_EQ(note["reason"], "INC-1234: nodes fail to join");
+  EXPECT_FALSE(note.value("by", "").empty()) << "who, by default the login and the host";
   EXPECT_EQ(RunTool({"validate", "--components-dir", folder}).status.exit_code, 0);
-  r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder});
+  r = RunTool(halt);
   EXPECT_THAT(r.stdout_text, HasSubstr("nothing to change"));
 
   r = RunTool(
       {"rollout", "hold", kRollout, "--components-dir", folder, "--at", "2026-12-04T03:00:00Z"});
   EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
-  r = RunTool({"rollout", "resume", kRollout, "--components-dir", folder});
+  // Resumed at 09:00, the percent continues from where it froze (the hold at 03:00: 1 %), and
+  // the later steps move 6 h later.
+  r = RunTool({"rollout", "resume", kRollout, "--components-dir", folder, "--at",
+               "2026-12-04T09:00:00Z", "--by", "bob", "--reason", "fixed in .5"});
   EXPECT_EQ(r.status.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("percent 0 (halted) -> 1 at 2026-12-04T09:00:00Z\n"));
+  EXPECT_THAT(r.stdout_text, HasSubstr("next step: 10.5 at 2026-12-04T12:00:00Z (2 steps moved "
+                                       "6h later, by the time it was stopped)\n"));
   file = Json::parse(dir.Read("aksNodeController.json"));
   EXPECT_FALSE(file["rollouts"][0].contains("halted"));
   EXPECT_FALSE(file["rollouts"][0].contains("hold_at"));
+  EXPECT_FALSE(file["rollouts"][0].contains("halt_note"));
+  EXPECT_EQ(file["rollouts"][0]["resume_note"],
+            Json({{"at", "2026-12-04T09:00:00Z"}, {"by", "bob"}, {"reason", "fixed in .5"}}));
+  EXPECT_EQ(file["rollouts"][0]["steps"][2]["at"], "2026-12-05T06:00:00Z");
 
   // Refused: no such rollout (1), an unknown action or a bad time (2); the file is untouched.
   const std::string before = dir.Read("aksNodeController.json");
-  r = RunTool({"rollout", "halt", "nope", "--components-dir", folder});
+  r = RunTool({"rollout", "halt", "nope", "--components-dir", folder, "--reason", "x"});
   EXPECT_EQ(r.status.exit_code, 1);
   EXPECT_THAT(r.stderr_text, HasSubstr("no rollout named \"nope\""));
   EXPECT_EQ(RunTool({"rollout", "stop", kRollout, "--components-dir", folder}).status.exit_code, 2);
@@ -362,7 +394,7 @@ TEST(RolloutToolsCliTest, RolloutHaltHoldResumeEditTheFileThroughValidation) {
   EXPECT_EQ(dir.Read("aksNodeController.json"), before);
   // A file the service refuses is not edited either.
   dir.Write("aksNodeController.json", BadFile());
-  r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder});
+  r = RunTool({"rollout", "halt", kRollout, "--components-dir", folder, "--reason", "x"});
   EXPECT_EQ(r.status.exit_code, 1);
   EXPECT_THAT(r.stderr_text, HasSubstr("would be refused"));
   EXPECT_EQ(dir.Read("aksNodeController.json"), BadFile());

@@ -117,6 +117,8 @@ std::vector<RolloutStatusRow> RolloutStatus::Rows(RolloutTime now) const {
       row.next_step = NextStep(rollout, now);
       row.hold_at = file_rollout->hold_at;
       row.halted = file_rollout->halted;
+      row.halt_note = file_rollout->halt_note;
+      row.resume_note = file_rollout->resume_note;
       if (counts != table->counts.end()) {
         row.applied_calls = counts->second[i].load(std::memory_order_relaxed);
       }
@@ -133,6 +135,12 @@ nlohmann::json TimeOrNull(const std::optional<RolloutTime>& t) {
 }
 
 // GET /rollouts' `auto_halt` object (docs/ROLLOUTS.md, "Automatic halt").
+// {"at", "by", "reason"} as the file has them, or null.
+nlohmann::json NoteJson(const std::optional<RolloutNote>& note) {
+  if (!note) return nullptr;
+  return {{"at", FormatRolloutTime(note->at)}, {"by", note->by}, {"reason", note->reason}};
+}
+
 nlohmann::json AutoHaltJson(const RolloutStatusRow& row) {
   nlohmann::json out;
   const std::optional<AutoHaltState>& st = row.auto_halt_state;
@@ -232,6 +240,8 @@ std::string RolloutStatus::Json(RolloutTime now) const {
     }
     r["hold_at"] = row.hold_at ? nlohmann::json(FormatRolloutTime(*row.hold_at)) : nullptr;
     r["halted"] = row.halted;
+    r["halt_note"] = NoteJson(row.halt_note);
+    r["resume_note"] = NoteJson(row.resume_note);
     r["applied_calls"] = row.applied_calls;
     if (row.auto_halt) r["auto_halt"] = AutoHaltJson(row);
     if (row.gated) {

@@ -29,7 +29,8 @@ struct RolloutStatusRow {
   std::optional<RolloutStep> next_step;
   std::optional<RolloutTime> hold_at;
   bool halted = false;
-  uint64_t applied_calls = 0;  // since this process started
+  std::optional<RolloutNote> halt_note, resume_note;  // the file's: who, when, why
+  uint64_t applied_calls = 0;                         // since this process started
   // For a rollout with auto_halt (and an AutoHaltController set): its judgement; state,
   // threshold and next_step are then those of the rollout as judged (JudgedRollout).
   bool auto_halt = false;

@@ -246,11 +246,47 @@ StatusOr<AutoHaltPolicy> ParseAutoHalt(const json& value) {
   return policy;
 }
 
+// {"at": TIME, "by": TEXT, "reason": TEXT}: `at` required. `by` names a person or a job
+// (printable ASCII), `reason` is free text (UTF-8, no control characters but none at all).
+StatusOr<RolloutNote> ParseNote(const json& value, const std::string& field) {
+  if (!value.is_object()) return WrongType(field, value, "an object");
+  Status known = CheckKeys(value, {"at", "by", "reason"}, {"at"}, field + ": ");
+  if (!known.ok()) return known;
+  RolloutNote note;
+  auto at = ParseTimeField(value["at"], field + ".at");
+  if (!at.ok()) return at.status();
+  note.at = *at;
+  auto text = [&](const char* key, size_t max, bool ascii_only, std::string* out) -> Status {
+    auto it = value.find(key);
+    if (it == value.end()) return Status::Ok();
+    const std::string where = field + "." + key;
+    if (!it->is_string()) return WrongType(where, *it, "a string");
+    const std::string& s = it->get_ref<const std::string&>();
+    if (s.size() > max) {
+      return Status::InvalidArgument(where + " has " + std::to_string(s.size()) +
+                                     " bytes, more than " + std::to_string(max));
+    }
+    for (unsigned char c : s) {
+      if (c < 0x20 || c == 0x7f || (ascii_only && c > 0x7e)) {
+        return Status::InvalidArgument(
+            where + " " + QuoteJson(*it) +
+            (ascii_only ? " must be printable ASCII" : " must not hold control characters"));
+      }
+    }
+    *out = s;
+    return Status::Ok();
+  };
+  if (Status st = text("by", kMaxNoteByChars, true, &note.by); !st.ok()) return st;
+  if (Status st = text("reason", kMaxNoteReasonChars, false, &note.reason); !st.ok()) return st;
+  return note;
+}
+
 StatusOr<Rollout> ParseRollout(const json& value) {
   if (!value.is_object()) return WrongType("the entry", value, "an object");
-  Status known = CheckKeys(
-      value, {"name", "hotfixes", "match", "cohort", "steps", "hold_at", "halted", "auto_halt"},
-      {"name", "hotfixes", "steps"}, "");
+  Status known = CheckKeys(value,
+                           {"name", "hotfixes", "match", "cohort", "steps", "hold_at", "halted",
+                            "halt_note", "resume_note", "auto_halt"},
+                           {"name", "hotfixes", "steps"}, "");
   if (!known.ok()) return known;
   Rollout rollout;
   auto hotfixes = ParseHotfixMap(value["hotfixes"], "hotfixes");
@@ -283,6 +319,24 @@ StatusOr<Rollout> ParseRollout(const json& value) {
   if (auto it = value.find("halted"); it != value.end()) {
     if (!it->is_boolean()) return WrongType("halted", *it, "true or false");
     rollout.halted = it->get<bool>();
+  }
+  if (auto it = value.find("halt_note"); it != value.end()) {
+    // A note of a halt beside a rollout that is not halted is a halt undone by hand (or by an
+    // older copy of the file): refused, so the last good file, halted, stays served until
+    // someone resumes it on purpose (`rollout resume` removes both).
+    if (!rollout.halted) {
+      return Status::InvalidArgument(
+          "halt_note is only for a halted rollout (\"halted\": true); `live-patching-service "
+          "rollout resume` removes both");
+    }
+    auto note = ParseNote(*it, "halt_note");
+    if (!note.ok()) return note.status();
+    rollout.halt_note = std::move(note).value();
+  }
+  if (auto it = value.find("resume_note"); it != value.end()) {
+    auto note = ParseNote(*it, "resume_note");
+    if (!note.ok()) return note.status();
+    rollout.resume_note = std::move(note).value();
   }
   if (auto it = value.find("auto_halt"); it != value.end()) {
     auto policy = ParseAutoHalt(*it);

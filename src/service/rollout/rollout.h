@@ -85,6 +85,18 @@ struct AutoHaltPolicy {
 // integer comparisons of the halt condition.
 inline constexpr uint64_t kMaxAutoHaltCount = uint64_t{1} << 40;
 
+// Who halted or resumed a rollout, when and why (`halt_note`, `resume_note`): written by
+// `live-patching-service rollout halt|resume`, shown in GET /rollouts and the reload's log line.
+// A record for people; the service decides nothing by it.
+struct RolloutNote {
+  RolloutTime at;
+  std::string by;      // 0 to kMaxNoteByChars printable ASCII characters
+  std::string reason;  // 0 to kMaxNoteReasonChars, no control characters
+  bool operator==(const RolloutNote&) const = default;
+};
+inline constexpr size_t kMaxNoteByChars = 128;
+inline constexpr size_t kMaxNoteReasonChars = 1024;
+
 struct Rollout {
   std::string name;
   std::map<std::string, std::string> hotfixes;  // base -> version, overlaid when it applies
@@ -93,6 +105,8 @@ struct Rollout {
   std::vector<RolloutStep> steps;  // non-empty, `at` strictly increasing
   std::optional<RolloutTime> hold_at;
   bool halted = false;
+  std::optional<RolloutNote> halt_note;    // only beside halted: true
+  std::optional<RolloutNote> resume_note;  // the last resume
   std::optional<AutoHaltPolicy> auto_halt;
 };
 

@@ -814,6 +814,15 @@ std::vector<Refusal> Refusals() {
       {"OtherComponentWithRolloutsAndAnExtraKey", Set("/version", 2), {"otherComponent.json: top-level key \"version\" is not allowed (only \"hotfixes\" and \"rollouts\")"}, "otherComponent"},
       {"OtherComponentWithRolloutsAndBadHotfixes", Set("/hotfixes", {{"latest", "1"}}), {"otherComponent.json: hotfixes[\"latest\"]: key is not YYYYMM.DD"}, "otherComponent"},
       {"DuplicateJsonKeyInARollout", nullptr, {f + "duplicate key \"halted\""}},
+      // Who halted or resumed, when and why: a record the tool writes, refused when malformed,
+      // and a halt's note beside a rollout that is not halted (a halt undone by hand).
+      {"HaltNoteWithoutHalted", Set(r0 + "/halt_note", {{"at", "2026-12-04T00:00:00Z"}}), {kR0 + "halt_note is only for a halted rollout"}},
+      {"HaltNoteWithoutAt", [](json& file) { R0(file)["halted"] = true; R0(file)["halt_note"] = {{"by", "a"}}; }, {kR0 + "halt_note: missing \"at\""}},
+      {"HaltNoteUnknownKey", [](json& file) { R0(file)["halted"] = true; R0(file)["halt_note"] = {{"at", "2026-12-04T00:00:00Z"}, {"who", "a"}}; }, {kR0 + "halt_note: unknown key \"who\""}},
+      {"HaltNoteReasonTooLong", [](json& file) { R0(file)["halted"] = true; R0(file)["halt_note"] = {{"at", "2026-12-04T00:00:00Z"}, {"reason", std::string(kMaxNoteReasonChars + 1, 'r')}}; }, {kR0 + "halt_note.reason has 1025 bytes, more than 1024"}},
+      {"ResumeNoteByNotAscii", Set(r0 + "/resume_note", {{"at", "2026-12-04T00:00:00Z"}, {"by", "b\u00e9a"}}), {kR0 + "resume_note.by ", "must be printable ASCII"}},
+      {"ResumeNoteReasonWithANewline", Set(r0 + "/resume_note", {{"at", "2026-12-04T00:00:00Z"}, {"reason", "a\nb"}}), {kR0 + "resume_note.reason ", "must not hold control characters"}},
+      {"ResumeNoteNotAnObject", Set(r0 + "/resume_note", "yesterday"), {kR0 + "resume_note is a string, not an object"}},
   };
   // clang-format on
 }
