@@ -16,6 +16,7 @@
 #include "service/protobuf_log.h"
 #include "service/recent_reports.h"
 #include "service/store/component_store.h"
+#include "service/transport/cgroup_limits.h"
 #include "service/transport/connection_memory.h"
 #include "service/transport/grpc_server.h"
 #include "service/transport/memory_budget.h"
@@ -45,6 +46,8 @@ struct Server::Impl {
   Logger* log = nullptr;
   std::atomic<bool> draining{false};
   std::atomic<bool> loaded{false};
+  std::atomic<bool> complete{false};           // ReloadReport::complete, for Serving()
+  std::atomic<bool> warned_incomplete{false};  // the "not ready" line, once
   std::once_flag drain_once;
   std::unique_ptr<ProtobufLogToJson> protobuf_log;  // from Start() on
 
@@ -77,6 +80,8 @@ struct Server::Impl {
   TableSizes tables;                       // from memory_limit
   std::optional<ConnectionBudget> budget;  // when there is a memory limit
   const char* memory_limit_from = "none";  // "flag", "cgroup" or "none"
+  int threads = 0;                         // event loops
+  const char* threads_from = "cpus";       // "flag", "cgroup" (the CPU quota) or "cpus"
 };
 
 // Also the clean-up of a Start() that failed half-way: nothing may outlive what it uses.
@@ -108,16 +113,31 @@ void Server::Impl::OnReload(const ReloadReport& report) {
                {"rejected_files", static_cast<int64_t>(report.rejected.size())}});
   }
   if (report.generation > 0) loaded = true;
+  // Ready means serving what the folder says: a replica whose first load refused a file stays
+  // NOT_SERVING (so a rolling update stops at it, and the old replicas keep serving) until a
+  // load refuses none. A later refused file keeps its last good text, and the replica Ready.
+  const bool was_complete = complete.exchange(report.complete);
+  if (report.complete && !was_complete && warned_incomplete.load()) {
+    log->Info("store complete: every component file loads; health answers SERVING",
+              {{"generation", static_cast<int64_t>(report.generation)}});
+  } else if (!report.complete && report.error.ok() && !warned_incomplete.exchange(true)) {
+    log->Warn(
+        "not ready: a component file was refused before any load took every file; "
+        "health answers NOT_SERVING until one does",
+        {{"rejected_files", static_cast<int64_t>(report.rejected.size())}});
+  }
+
   // A rollout that gained auto_halt is applied to no one until judged: judge it now.
   AutoHaltController* auto_halt_now = auto_halt_running.load();
   if (report.swapped && auto_halt_now != nullptr) auto_halt_now->Wake();
 }
 
-// Health: SERVING once the store holds a snapshot, while the listener can accept, and
-// never again once draining.
+// Health: SERVING once a load of the store took every file (ReloadReport::complete), while
+// the listener can accept, and never again once draining.
 bool Server::Impl::Serving() const {
   GrpcServer* server = running.load();
-  return loaded.load() && !draining.load() && (server == nullptr || server->accepting());
+  return loaded.load() && complete.load() && !draining.load() &&
+         (server == nullptr || server->accepting());
 }
 
 Status Server::Impl::StartStore() {
@@ -225,7 +245,16 @@ Status Server::Impl::StartGrpc() {
     options.refresh_files = [roots, logger = log] { roots->ReloadIfChanged(logger); };
   }
   options.kept_metadata = {"authorization"};
-  options.threads = config.threads;
+  // A pod's CPU limit, not the node's cores: loops beyond the quota only add throttled time.
+  if (config.threads > 0) {
+    threads = config.threads;
+    threads_from = "flag";
+  } else {
+    std::optional<double> cpu_limit = CgroupCpuLimit();
+    threads = DefaultThreads(cpu_limit, UsableCpus());
+    threads_from = cpu_limit ? "cgroup" : "cpus";
+  }
+  options.threads = threads;
   options.max_connections = max_connections;
   options.max_connections_per_peer = config.max_connections_per_peer;
   options.refused_peers.max_refusals = config.max_refusals_per_peer;
@@ -342,6 +371,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
              {"tls_selects_by_server_name", impl->tls->selects_by_server_name()},
              {"components_dir", c.components_dir},
              {"store_loaded", impl->loaded.load()},
+             {"store_complete", impl->complete.load()},
              {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
              {"allowed_subscriptions", listed(c.allowed_subscriptions)},
              {"allowed_authorities", listed(c.allowed_authorities)},
@@ -350,6 +380,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
              {"rate_limit_per_node", FormatRate(c.rate_limit_per_node)},
              {"prometheus_url", c.prometheus_url.empty() ? "none" : c.prometheus_url},
              {"auto_halt_interval_ms", static_cast<int64_t>(c.auto_halt_interval.count())},
+             {"threads", static_cast<int64_t>(impl->threads)},
+             {"threads_from", impl->threads_from},
              {"max_connections", static_cast<int64_t>(impl->grpc_server->max_connections())},
              {"memory_limit", impl->budget ? FormatByteSize(impl->budget->memory_limit) : "none"},
              {"memory_limit_from", impl->memory_limit_from},

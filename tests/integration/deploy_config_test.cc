@@ -113,6 +113,14 @@ TEST(DeployConfigTest, EnvoyRoutesExactlyAsTheTestedHaproxyConfig) {
   EXPECT_LT(socket, apiserver);
   EXPECT_EQ(envoy.find(name, socket + name.size()), std::string::npos);
   EXPECT_EQ(One(envoy, R"(version: (\S+))"), "V2");
+  // Both clusters raise Envoy's default circuit breaker (1,024 connections): the service's
+  // route to two full replicas (about 10,200 connections each at 512Mi), the apiserver's more.
+  const std::vector<std::string> breakers = All(envoy, R"(max_connections: (\d+))");
+  ASSERT_EQ(breakers.size(), 2u);
+  EXPECT_GE(std::stoul(breakers[0]), 20000u) << "live_patching";
+  EXPECT_GE(std::stoul(breakers[1]), std::stoul(breakers[0])) << "apiserver";
+  EXPECT_LT(envoy.find("max_connections"), apiserver);
+  EXPECT_GT(envoy.rfind("max_connections"), apiserver);
   std::string haproxy = WithoutComments(ReadDeployFile("haproxy/haproxy.cfg"));
   EXPECT_EQ(All(haproxy, R"(server lps "\$\{LP_SERVICE_ADDR\}" (send-proxy-v2))"),
             std::vector<std::string>{"send-proxy-v2"});

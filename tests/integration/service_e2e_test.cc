@@ -522,6 +522,48 @@ TEST_F(ServiceE2eTest, AnInvalidFileIsKeptOutAndTheLastGoodConfigServed) {
   EXPECT_EQ(MetricValue(Metrics(), "lp_store_last_reload_successful"), 1.0);
 }
 
+// Ready means serving what the folder says (docs/OPERATIONS.md, "Ready means serving"): a
+// replica that starts while a file is refused answers calls with what loaded, but its health
+// says NOT_SERVING until a load takes every file; a file refused later keeps it SERVING.
+TEST_F(ServiceE2eTest, AReplicaWhoseFirstLoadRefusedAFileIsNotReadyUntilALoadTakesEveryFile) {
+  files_.WriteComponent("brokenComponent", R"({"hotfixes":{"202604.01":)");
+  Start(kMetricsFlags);
+  ASSERT_NE(lps_->health_port(), 0);
+  EXPECT_EQ(HealthCheck(lps_->HealthChannel(), ""), 2) << "NOT_SERVING";
+  EXPECT_EQ(HealthCheck(lps_->HealthChannel(), kServiceName), 2);
+  EXPECT_EQ(HealthCheck(channel_, ""), 2) << "the TLS port's health agrees";
+  std::string metrics = Metrics();
+  EXPECT_EQ(MetricValue(metrics, "lp_store_complete"), 0.0) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "lp_store_rejected_files"), 1.0);
+  EXPECT_TRUE(
+      lps_->Logged("not ready: a component file was refused before any load took every "
+                   "file; health answers NOT_SERVING until one does"));
+  bool start_line_says_so = false;
+  for (const auto& l : lps_->LogLines()) {
+    if (l.value("msg", "") == "live-patching-service serving") {
+      start_line_says_so = l.value("store_complete", true) == false;
+    }
+  }
+  EXPECT_TRUE(start_line_says_so);
+  EXPECT_EQ(ServedConfig(), kServedMap) << "a call is still answered from what loaded";
+
+  // The fix lands (the file goes): SERVING from that load on.
+  std::filesystem::remove(files_.components_dir() / "brokenComponent.json");
+  WaitFor([&] { return HealthCheck(lps_->HealthChannel(), "") == 1; }, kGenerous);
+  EXPECT_EQ(HealthCheck(lps_->HealthChannel(), ""), 1);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_store_complete"), 1.0);
+  EXPECT_TRUE(lps_->Logged("store complete: every component file loads; health answers SERVING"));
+
+  // A file refused later keeps its last good text, and the replica Ready (with the alert's
+  // metric at 0).
+  files_.WriteComponent("brokenComponent", "not json");
+  WaitFor([&] { return MetricValue(Metrics(), "lp_store_last_reload_successful") == 0.0; },
+          kGenerous);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_store_last_reload_successful"), 0.0);
+  EXPECT_EQ(HealthCheck(lps_->HealthChannel(), ""), 1);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_store_complete"), 1.0);
+}
+
 // kubelet's ConfigMap volume: <key> -> ..data/<key>, ..data -> ..<timestamp>/, and an update
 // is a new timestamped folder plus an atomic rename of a new ..data symlink over the old one.
 class ConfigMapVolume {

@@ -22,6 +22,7 @@ inline constexpr char kMetricIdentityFailures[] = "lp_identity_failures_total";
 inline constexpr char kMetricStoreGeneration[] = "lp_store_generation";
 inline constexpr char kMetricStoreLastReloadSuccessful[] = "lp_store_last_reload_successful";
 inline constexpr char kMetricStoreRejectedFiles[] = "lp_store_rejected_files";
+inline constexpr char kMetricStoreComplete[] = "lp_store_complete";
 inline constexpr char kMetricStoreReloads[] = "lp_store_reloads_total";
 inline constexpr char kMetricTransportEvents[] = "lp_transport_events_total";
 inline constexpr char kMetricOpenConnections[] = "lp_open_connections";

@@ -71,6 +71,9 @@ struct PrometheusMetrics::Impl {
         last_reload_successful(
             Gauge(*registry, kMetricStoreLastReloadSuccessful,
                   "1 if the last store reload loaded every file, 0 if it failed or refused one")),
+        store_complete(Gauge(*registry, kMetricStoreComplete,
+                             "1 once a store load since start refused no file; until then the "
+                             "replica's health answers NOT_SERVING")),
         rejected_files(Gauge(*registry, kMetricStoreRejectedFiles,
                              "Files the last store reload refused (kept out of the store)")),
         reloads(Counters(*registry, kMetricStoreReloads,
@@ -154,6 +157,7 @@ struct PrometheusMetrics::Impl {
   prometheus::Family<prometheus::Counter>& identity_failures;
   prometheus::Gauge& generation;
   prometheus::Gauge& last_reload_successful;
+  prometheus::Gauge& store_complete;
   prometheus::Gauge& rejected_files;
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Family<prometheus::Counter>& transport_events;
@@ -217,6 +221,7 @@ void PrometheusMetrics::RecordReload(const ReloadReport& report) {
   impl_->generation.Set(static_cast<double>(report.generation));
   impl_->last_reload_successful.Set(report.error.ok() && report.rejected.empty() ? 1 : 0);
   impl_->rejected_files.Set(static_cast<double>(report.rejected.size()));
+  impl_->store_complete.Set(report.complete ? 1 : 0);
   const char* result = !report.error.ok()        ? "error"
                        : report.rejected.empty() ? "ok"
                                                  : "rejected_files";

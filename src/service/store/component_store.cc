@@ -64,6 +64,7 @@ struct DirectoryStore::Impl {
   int watch = -1;    // the folder's watch descriptor, -1 while there is none
   int wake_fd = -1;  // eventfd: the destructor's "stop now"
   bool warned_unwatched = false;
+  bool complete = false;  // guarded by reload_mu: ReloadReport::complete
   std::thread watcher;
 };
 
@@ -96,6 +97,7 @@ ReloadReport DirectoryStore::Impl::Reload() {
       if (last_good != old->components.end()) components.insert(*last_good);
     }
     report.rejected = std::move(scan->rejected);
+    if (report.rejected.empty()) complete = true;
     if (!old || !SameTexts(old->components, components)) {
       auto next = std::make_shared<StoreSnapshot>();
       next->generation = ++report.generation;
@@ -105,6 +107,7 @@ ReloadReport DirectoryStore::Impl::Reload() {
       report.swapped = true;
     }
   }
+  report.complete = complete;
   if (options.on_reload) options.on_reload(report);
   return report;
 }

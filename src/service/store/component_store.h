@@ -31,6 +31,10 @@ struct ReloadReport {
   uint64_t generation = 0;                      // the current generation after this reload
   std::map<std::string, std::string> rejected;  // file name -> why it was refused
   Status error;                                 // the reload as a whole failed (folder unreadable)
+  // A load since the store started refused no file and read the folder: every file is served
+  // as the folder has it. Until then the replica is not Ready (docs/OPERATIONS.md, "Ready
+  // means serving"); once true it stays true, a later refused file keeping its last good text.
+  bool complete = false;
 };
 
 class ComponentStore {

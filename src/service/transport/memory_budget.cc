@@ -8,26 +8,6 @@
 #include <sstream>
 
 namespace hotfix::service {
-namespace {
-
-// cgroup v1 reports "no limit" as the largest page-aligned value of a signed 64-bit counter
-// (mm/page_counter.h, PAGE_COUNTER_MAX); anything this large is no limit at all.
-constexpr uint64_t kUnlimitedAbove = 1ull << 62;
-
-std::optional<uint64_t> ReadLimitFile(const std::string& path) {
-  std::ifstream in(path);
-  std::string text;
-  if (!in || !(in >> text) || text == "max") return std::nullopt;
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value == 0 ||
-      value >= kUnlimitedAbove) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-}  // namespace
 
 TableSizes SizeTables(std::optional<uint64_t> memory_limit) {
   TableSizes t;
@@ -103,38 +83,6 @@ StatusOr<uint64_t> ParseByteSize(std::string_view text) {
 std::string FormatByteSize(uint64_t bytes) {
   if (bytes != 0 && bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "Mi";
   return std::to_string(bytes);
-}
-
-std::optional<uint64_t> CgroupMemoryLimit(const std::string& proc_self_cgroup,
-                                          const std::string& cgroup_root) {
-  // Lines are "ID:CONTROLLERS:PATH": v2's is "0::/path"; v1's memory line lists "memory".
-  std::ifstream in(proc_self_cgroup);
-  std::optional<std::string> v2_path, v1_path;
-  for (std::string line; std::getline(in, line);) {
-    const size_t first = line.find(':');
-    const size_t second = first == std::string::npos ? first : line.find(':', first + 1);
-    if (second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
-    const std::string path = line.substr(second + 1);
-    if (line.compare(0, first, "0") == 0 && controllers.empty()) {
-      v2_path = path;
-      continue;
-    }
-    std::stringstream list(controllers);
-    for (std::string c; std::getline(list, c, ',');) {
-      if (c == "memory") v1_path = path;
-    }
-  }
-  if (v1_path) {
-    const std::string dir = cgroup_root + "/memory";
-    if (auto limit = ReadLimitFile(dir + *v1_path + "/memory.limit_in_bytes")) return limit;
-    return ReadLimitFile(dir + "/memory.limit_in_bytes");
-  }
-  if (v2_path) {
-    if (auto limit = ReadLimitFile(cgroup_root + *v2_path + "/memory.max")) return limit;
-    return ReadLimitFile(cgroup_root + "/memory.max");
-  }
-  return std::nullopt;
 }
 
 uint64_t ResidentBytes() {

@@ -5,7 +5,7 @@
 // memory_over_share) before the kernel's OOM killer ends the process.
 //
 //   auto limit = ParseByteSize("256Mi");                      // --memory-limit
-//   std::optional<uint64_t> cgroup = CgroupMemoryLimit();      // the default
+//   std::optional<uint64_t> cgroup = CgroupMemoryLimit();      // cgroup_limits.h, the default
 //   TableSizes tables = SizeTables(limit);                     // before the tables are made
 //   ConnectionBudget b = BudgetConnections(*limit, ResidentBytes(), tables);
 #pragma once
@@ -71,13 +71,6 @@ StatusOr<ConnectionBudget> BudgetConnections(uint64_t memory_limit, uint64_t res
 StatusOr<uint64_t> ParseByteSize(std::string_view text);
 // 268435456 -> "256Mi"; a value that is not a whole MiB -> its bytes.
 std::string FormatByteSize(uint64_t bytes);
-
-// The memory limit of the cgroup this process is in: cgroup v2's memory.max or v1's
-// memory.limit_in_bytes, looked up under cgroup_root by the path in proc_self_cgroup, then at
-// cgroup_root itself (a container sees its own cgroup there). nullopt when there is no limit
-// ("max", or v1's page-rounded 2^63) or nothing can be read.
-std::optional<uint64_t> CgroupMemoryLimit(const std::string& proc_self_cgroup = "/proc/self/cgroup",
-                                          const std::string& cgroup_root = "/sys/fs/cgroup");
 
 // This process's resident set now (/proc/self/statm), bytes; 0 if it cannot be read.
 uint64_t ResidentBytes();

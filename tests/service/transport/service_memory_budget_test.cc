@@ -2,14 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
-#include "temp_dir.h"
-
 namespace hotfix::service {
 namespace {
-
-using testsupport::TempDir;
 
 TEST(MemoryBudgetTest, SizesParseAsKubernetesWritesThem) {
   EXPECT_EQ(ParseByteSize("268435456").value(), 268435456u);
@@ -71,53 +65,6 @@ TEST(MemoryBudgetTest, ConnectionsAreChargedTheirBaselineBesideTheReserveAndTheP
             std::string::npos)
       << small.status().message();
   EXPECT_TRUE(BudgetConnections(least_mi << 20, 60ull << 20, SizeTables(64ull << 20)).ok());
-}
-
-// A /proc/self/cgroup and a cgroup file system, as a test writes them.
-class CgroupTest : public testing::Test {
- protected:
-  std::string Proc(const std::string& text) { return dir_.Write("cgroup", text).string(); }
-  void Limit(const std::string& relative, const std::string& value) {
-    const auto path = dir_.File("fs") / relative;
-    std::filesystem::create_directories(path.parent_path());
-    dir_.Write(std::filesystem::relative(path, dir_.path()).string(), value + "\n");
-  }
-  std::string Root() { return (dir_.path() / "fs").string(); }
-  TempDir dir_{"cgroup"};
-};
-
-TEST_F(CgroupTest, V2ReadsTheProcessCgroupsMemoryMax) {
-  Limit("kubepods/pod1/memory.max", "268435456");
-  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/kubepods/pod1\n"), Root()), 268435456u);
-}
-
-TEST_F(CgroupTest, V2InAContainerReadsItsOwnRoot) {
-  Limit("memory.max", "134217728");
-  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/\n"), Root()), 134217728u);
-  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/not/mounted/here\n"), Root()), 134217728u);
-}
-
-TEST_F(CgroupTest, V2MaxIsNoLimit) {
-  Limit("a/memory.max", "max");
-  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/a\n"), Root()), std::nullopt);
-}
-
-TEST_F(CgroupTest, V1ReadsTheMemoryControllersLine) {
-  Limit("memory/libpod_parent/c1/memory.limit_in_bytes", "67108864");
-  const std::string proc =
-      "9:name=systemd:/libpod_parent/c1\n4:memory:/libpod_parent/c1\n3:cpu,cpuacct:/x\n";
-  EXPECT_EQ(CgroupMemoryLimit(Proc(proc), Root()), 67108864u);
-}
-
-TEST_F(CgroupTest, V1UnlimitedIsNoLimit) {
-  Limit("memory/memory.limit_in_bytes", "9223372036854771712");
-  EXPECT_EQ(CgroupMemoryLimit(Proc("4:memory:/\n"), Root()), std::nullopt);
-}
-
-TEST_F(CgroupTest, NothingReadableIsNoLimit) {
-  EXPECT_EQ(CgroupMemoryLimit(dir_.File("absent").string(), Root()), std::nullopt);
-  Limit("x/memory.max", "garbage");
-  EXPECT_EQ(CgroupMemoryLimit(Proc("0::/x\n"), Root()), std::nullopt);
 }
 
 TEST(ResidentBytesTest, IsThisProcessesResidentSet) {
