@@ -58,7 +58,8 @@ std::set<std::string> Exported(const std::string& metrics) {
 constexpr char kFile[] = R"({"hotfixes":{"202604.01":"202604.01.3"},"rollouts":[
   {"name":"canary","hotfixes":{"202604.01":"202604.01.4"},
    "steps":[{"at":"2026-01-01T00:00:00Z","percent":100}],
-   "auto_halt":{"max_failure_percent":50,"min_reports":10}}]})";
+   "auto_halt":{"max_failure_percent":50,"min_reports":10},
+   "resume_note":{"at":"2026-01-02T00:00:00Z","by":"ops","reason":"a test"}}]})";
 
 TEST(MonitoringConfigTest, TheDashboardAndAlertsReadWhatTheServiceExports) {
   ServiceFiles files;

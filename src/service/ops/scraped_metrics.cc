@@ -246,6 +246,15 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
     auto halted = Family(kMetricRolloutAutoHalted,
                          "1 while an auto-halting rollout is halted by its nodes' reports",
                          MetricType::Gauge);
+    // From the file, so that a halt that disappears without a resume can be seen
+    // (alert LivePatchingRolloutUnhalted).
+    auto file_halted =
+        Family(kMetricRolloutHalted, "1 while the component file says the rollout is halted",
+               MetricType::Gauge);
+    auto resumed = Family(kMetricRolloutResumedAt,
+                          "When `rollout resume` last resumed the rollout (its resume_note.at), "
+                          "Unix seconds",
+                          MetricType::Gauge);
     auto signal = Family(kMetricRolloutAutoHaltSignal,
                          "1 while an auto-halting rollout's evidence (Prometheus) was read at "
                          "the last evaluation; 0 while it is held for want of it",
@@ -254,6 +263,11 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
       std::vector<prometheus::ClientMetric::Label> labels = {{"component", row.component},
                                                              {"rollout", row.name}};
       AddValue(&applied, static_cast<double>(row.applied_calls), labels);
+      AddValue(&file_halted, row.halted ? 1 : 0, labels);
+      if (row.resume_note) {
+        AddValue(&resumed, static_cast<double>(row.resume_note->at.time_since_epoch().count()),
+                 labels);
+      }
       if (row.auto_halt) {
         AddValue(&halted, row.state == RolloutState::kAutoHalted ? 1 : 0, labels);
         AddValue(&signal, row.auto_halt_state && row.auto_halt_state->signal_ok ? 1 : 0, labels);
@@ -263,6 +277,8 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
     out.push_back(std::move(applied));
     out.push_back(std::move(percent));
     out.push_back(std::move(halted));
+    out.push_back(std::move(file_halted));
+    out.push_back(std::move(resumed));
     out.push_back(std::move(signal));
   }
   if (sources.authenticator != nullptr) {
