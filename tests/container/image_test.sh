@@ -9,7 +9,9 @@
 #     attested document) gets the component's hotfix from the containerized service over TLS
 #     (the service's certificate is for the apiserver FQDN, which the node verifies it for:
 #     AgentBaker #9351) and stages the pointer;
-#   - SIGTERM drains and stops the container with exit 0.
+#   - SIGTERM drains and stops the container with exit 0;
+#   - the image's `rollout halt` edits an operator's mounted folder when run with their --user
+#     (and cannot as its own uid), as docs/OPERATIONS.md's one-step halt runs it.
 # It prints the image size. Run after build-image.sh:
 #   deploy/container/build-image.sh && tests/container/image_test.sh
 #   tests/container/image_test.sh [DIR]   DIR (or IMAGE_DIR) as build-image.sh's, default
@@ -92,6 +94,33 @@ expect_eq "label revision" "$(label revision)" "$GIT_REVISION"
 expect_match "label source" "$(label source)" '.'
 expect_eq "image user" "$("${podman[@]}" image inspect --format '{{.Config.User}}' "$IMAGE")" \
   "65532:65532"
+
+echo "== rollout halt from the image on a mounted folder (docs/OPERATIONS.md, \"Halt a rollout\")"
+# An operator's checkout: owned by the operator (uid 1000 here), not by root or the image's user.
+halt_dir=$work/overlay/components
+mkdir -p "$halt_dir"
+printf '%s\n' '{"hotfixes":{"202604.01":"202604.01.3"},"rollouts":[{"name":"canary",' \
+  '"hotfixes":{"202604.01":"202604.01.4"},"steps":[{"at":"2026-01-01T00:00:00Z","percent":10}]}]}' \
+  >"$halt_dir/aksNodeController.json"
+chown -R 1000:1000 "$work/overlay"
+before=$(cat "$halt_dir/aksNodeController.json")
+halt=(rollout halt canary --components-dir /components --reason "INC-1: image test")
+# As the image's own user (65532) the tool cannot write the checkout: refused, file untouched.
+out=$("${run[@]}" --read-only -v "$halt_dir:/components" "$IMAGE" "${halt[@]}" 2>&1) && rc=0 || rc=$?
+expect_eq "rollout halt as uid 65532 on the operator's folder: exit code" "$rc" 1
+expect_eq "the folder is untouched" "$(cat "$halt_dir/aksNodeController.json")" "$before"
+# As the docs run it: --user "$(id -u):$(id -g)" of the checkout's owner.
+out=$("${run[@]}" --read-only --user 1000:1000 -v "$halt_dir:/components" "$IMAGE" "${halt[@]}" 2>&1) \
+  && rc=0 || rc=$?
+expect_eq "rollout halt as the folder's owner: exit code" "$rc" 0
+expect_match "it prints the percent before and after" "$out" \
+  'rollout "canary": percent 10 -> 0 \(halted\) at '
+halted=$(cat "$halt_dir/aksNodeController.json")
+expect_match "the file says halted" "$halted" '"halted": true'
+expect_match "with who, when and why" "$halted" \
+  '"halt_note": \{[^}]*"at": "20[0-9-]+T[0-9:]+Z",[^}]*"by": "uid 1000@[^"]+",[^}]*"reason": "INC-1: image test"'
+expect_eq "the edited file is still the operator's" "$(stat -c %u:%g "$halt_dir/aksNodeController.json")" \
+  "1000:1000"
 
 echo "== the files the service reads, owned by its uid (mounted read-only)"
 fqdn=image-test-aks-dns-12345678.hcp.eastus.azmk8s.io

@@ -265,16 +265,41 @@ struct Rendered {
   }
 };
 
-// `kubectl kustomize DIR` by Debian's kubectl, parsed.
-Rendered Render(const std::filesystem::path& dir) {
+// The newest kubectl this machine has beside Debian's (machines of this kind carry Google's
+// kubectl 1.27 to 1.33, as kubectl.1.NN under the Cloud SDK): the overlay operators copy uses
+// kustomize v4+ (configMapGenerator with behavior: replace, labels, replacements), which
+// Debian's v2.0.3 predates. "" (and a failure) when there is none.
+std::string ModernKubectl() {
+  const std::filesystem::path sdk = "/usr/lib/google-cloud-sdk/bin";
+  std::string best;
+  int best_minor = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(sdk, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, std::regex(R"(kubectl\.1\.(\d+))")) &&
+        std::stoi(m[1]) > best_minor) {
+      best_minor = std::stoi(m[1]);
+      best = entry.path().string();
+    }
+  }
+  if (best.empty()) {
+    ADD_FAILURE() << "no kubectl 1.21 or later under " << sdk
+                  << ": the example overlay needs kustomize v4 or later to render";
+  }
+  return best;
+}
+
+// `kubectl kustomize DIR` by Debian's kubectl (or the one given), parsed.
+Rendered Render(const std::filesystem::path& dir, const std::string& kubectl = kDebianKubectl) {
   Rendered out;
-  if (!std::filesystem::is_regular_file(kDebianKubectl)) {
-    ADD_FAILURE() << kDebianKubectl << " is missing: scripts/install-deps.sh unpacks Debian's "
+  if (!std::filesystem::is_regular_file(kubectl)) {
+    ADD_FAILURE() << kubectl << " is missing: scripts/install-deps.sh unpacks Debian's "
                   << "kubernetes-client there";
     return out;
   }
   SpawnOptions spawn;
-  spawn.argv = {kDebianKubectl, "kustomize", dir.string()};
+  spawn.argv = {kubectl, "kustomize", dir.string()};
   RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(30));
   EXPECT_TRUE(r.status.success()) << r.status.ToString() << ": " << r.stderr_text;
   try {
@@ -374,6 +399,109 @@ TEST(DeployConfigTest, TheManyClustersOverlayMountsOneSecretPerClusterAsAFolderO
     EXPECT_EQ(paths["tls.crt"], name + "/tls.crt");
     EXPECT_EQ(paths["tls.key"], name + "/tls.key");
   }
+}
+
+// The overlay docs/OPERATIONS.md shows, rendered: the components folder is the ConfigMap's
+// only copy (every file, byte for byte, and nothing else), under the base's name so the pods
+// keep reading it without a restart; the settings, the roots, the digest, the Prometheus label
+// and the NetworkPolicy's selectors come from the overlay; every runbook_url is absolute.
+TEST(DeployConfigTest, TheExampleOverlayGeneratesTheComponentsConfigMapFromItsFolder) {
+  const std::filesystem::path dir = std::filesystem::path(SourceDir()) / "deploy/overlays/example";
+  const std::string kubectl = ModernKubectl();
+  if (kubectl.empty()) return;
+  Rendered overlay = Render(dir, kubectl);
+  std::map<std::string, json> config_maps;
+  for (const json& o : overlay.objects) {
+    EXPECT_EQ(At(o, {"metadata", "namespace"}), kNamespace) << o.dump();
+    if (At(o, {"kind"}) == "ConfigMap") {
+      EXPECT_TRUE(config_maps.emplace(At(o, {"metadata", "name"}).get<std::string>(), o).second);
+    }
+  }
+  ASSERT_EQ(config_maps.size(), 3u);
+  // Components: exactly the folder.
+  std::map<std::string, std::string> folder;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "components")) {
+    folder[entry.path().filename().string()] = ReadFile(entry.path());
+  }
+  ASSERT_FALSE(folder.empty());
+  std::map<std::string, std::string> generated;
+  const json components = At(config_maps["live-patching-components"], {"data"});
+  for (const auto& [key, value] : components.items()) {
+    generated[key] = value.get<std::string>();
+  }
+  EXPECT_EQ(generated, folder);
+  EXPECT_EQ(At(config_maps["live-patching-attestation-roots"], {"data", "roots.pem"}),
+            ReadFile(dir / "attestation-roots.pem"));
+  // The names the Deployment mounts and reads are the generated ones (no hash suffix).
+  std::set<std::string> referenced;
+  for (const json& v : At(overlay.Deployment(), {"spec", "template", "spec", "volumes"})) {
+    if (v.contains("configMap")) referenced.insert(At(v, {"configMap", "name"}).get<std::string>());
+  }
+  for (const json& e : At(overlay.Container(), {"env"})) {
+    if (e.contains("valueFrom")) {
+      referenced.insert(At(e, {"valueFrom", "configMapKeyRef", "name"}).get<std::string>());
+    }
+  }
+  for (const std::string& name : referenced) EXPECT_EQ(config_maps.count(name), 1u) << name;
+  EXPECT_EQ(referenced.size(), 3u);
+  // Settings from settings.env.
+  const json settings = At(config_maps["live-patching-settings"], {"data"});
+  const std::string env = ReadFile(dir / "settings.env");
+  for (const char* key : {"allowed-subscriptions", "proxy-networks", "runbook-base"}) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(env, m, std::regex(std::string("\n") + key + "=(\\S+)"))) << key;
+    EXPECT_EQ(At(settings, {key}), m[1].str()) << key;
+  }
+  EXPECT_EQ(At(settings, {"allowed-subscriptions"}), "8ecadfc9-d1a3-4ea4-b844-0d9f87e4d7c8");
+  // Every alert's runbook is runbook-base#<its section>.
+  const std::string base = At(settings, {"runbook-base"}).get<std::string>();
+  EXPECT_EQ(base.rfind("https://", 0), 0u) << base;
+  size_t alerts = 0;
+  for (const json& group : At(overlay.One("PrometheusRule"), {"spec", "groups"})) {
+    for (const json& rule : At(group, {"rules"})) {
+      std::string section = At(rule, {"alert"}).get<std::string>();
+      std::transform(section.begin(), section.end(), section.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      EXPECT_EQ(At(rule, {"annotations", "runbook_url"}), base + "#" + section);
+      ++alerts;
+    }
+  }
+  EXPECT_GE(alerts, 17u);
+  // The digest, the Prometheus label (not on selectors or the pod template), the proxy's label.
+  EXPECT_THAT(At(overlay.Container(), {"image"}).get<std::string>(),
+              ::testing::EndsWith("@sha256:" + std::string(64, '1')));
+  for (const char* kind : {"ServiceMonitor", "PrometheusRule"}) {
+    EXPECT_EQ(At(overlay.One(kind), {"metadata", "labels", "release"}), "kube-prometheus-stack");
+  }
+  EXPECT_FALSE(At(overlay.Deployment(), {"spec", "selector", "matchLabels"}).contains("release"));
+  EXPECT_FALSE(
+      At(overlay.Deployment(), {"spec", "template", "metadata", "labels"}).contains("release"));
+  const json& ingress = At(overlay.One("NetworkPolicy"), {"spec", "ingress"});
+  EXPECT_EQ(At(ingress[0], {"from"})[0]["podSelector"]["matchLabels"],
+            json({{"app", "kube-api-proxy"}}));
+  EXPECT_EQ(At(ingress[2], {"from"})[0]["ipBlock"]["cidr"], "10.224.0.0/16");
+}
+
+// docs/OPERATIONS.md shows every file of the example overlay, each as it is: a fenced block
+// after the line "File `deploy/overlays/example/PATH`:".
+TEST(DeployConfigTest, OperationsShowsEveryFileOfTheExampleOverlayAsItIs) {
+  const std::filesystem::path root = SourceDir();
+  const std::string doc = ReadFile(root / "docs/OPERATIONS.md");
+  const std::filesystem::path dir = root / "deploy/overlays/example";
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    const std::string relative = std::filesystem::relative(entry.path(), root).string();
+    const std::string marker = "File `" + relative + "`:\n\n```";
+    const size_t at = doc.find(marker);
+    ASSERT_NE(at, std::string::npos) << "docs/OPERATIONS.md does not show " << relative;
+    const size_t begin = doc.find('\n', at + marker.size()) + 1;
+    const size_t end = doc.find("\n```\n", begin);
+    ASSERT_NE(end, std::string::npos);
+    EXPECT_EQ(doc.substr(begin, end + 1 - begin), ReadFile(entry.path())) << relative;
+  }
+  EXPECT_GE(files, 4u);
 }
 
 TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort) {
