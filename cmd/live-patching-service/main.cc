@@ -248,7 +248,7 @@ int RunSimulate(int argc, char** argv) {
   return kToolOk;
 }
 
-// The notes' default `by`: the login and the host ("alice@laptop", "uid 65532@lps-7f9c" in the
+// The notes' default `by`: the login and the host ("alice@laptop"; "uid 65532@lps-7f9c" in the
 // image, whose user has no name).
 std::string WhoEdits() {
   std::string user;

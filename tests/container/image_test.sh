@@ -118,7 +118,7 @@ expect_match "it prints the percent before and after" "$out" \
 halted=$(cat "$halt_dir/aksNodeController.json")
 expect_match "the file says halted" "$halted" '"halted": true'
 expect_match "with who, when and why" "$halted" \
-  '"halt_note": \{[^}]*"at": "20[0-9-]+T[0-9:]+Z",[^}]*"by": "uid 1000@[^"]+",[^}]*"reason": "INC-1: image test"'
+  '"halt_note": \{[^}]*"at": "20[0-9-]+T[0-9:]+Z",[^}]*"by": "(uid )?1000@[^"]+",[^}]*"reason": "INC-1: image test"'
 expect_eq "the edited file is still the operator's" "$(stat -c %u:%g "$halt_dir/aksNodeController.json")" \
   "1000:1000"
 

@@ -564,6 +564,42 @@ TEST_F(ServiceE2eTest, AReplicaWhoseFirstLoadRefusedAFileIsNotReadyUntilALoadTak
   EXPECT_EQ(MetricValue(Metrics(), "lp_store_complete"), 1.0);
 }
 
+// The failure docs/OPERATIONS.md's upgrade order prevents: a file written in a newer format
+// (here a rollout key this binary does not know, as a release's new field is to the release
+// before) reaches replicas of the older binary. A running one refuses it and keeps serving its
+// last good file, Ready; one that starts (an image roll back, a rescheduled pod) has no good
+// copy of that component: it answers NOT_FOUND and stays NOT_SERVING, so no traffic reaches it.
+TEST_F(ServiceE2eTest, AFileInANewerFormatIsRefusedByAnOlderBinaryAndAStartingReplicaIsNotReady) {
+  Start(kMetricsFlags);
+  ASSERT_EQ(HealthCheck(lps_->HealthChannel(), ""), 1);
+  const std::string newer = R"({"hotfixes":{"202604.01":"202604.01.3"},"rollouts":[{)"
+                            R"("name":"canary","hotfixes":{"202604.01":"202604.01.4"},)"
+                            R"("steps":[{"at":"2026-01-01T00:00:00Z","percent":10}],)"
+                            R"("pause_window":{"from":"22:00","to":"06:00"}}]})";
+  files_.WriteComponent(kAksNodeControllerComponent, newer);
+  WaitFor([&] { return MetricValue(Metrics(), "lp_store_last_reload_successful") == 0.0; },
+          kGenerous);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_store_last_reload_successful"), 0.0);
+  EXPECT_EQ(ServedConfig(), kServedMap) << "the running replica keeps its last good file";
+  EXPECT_EQ(HealthCheck(lps_->HealthChannel(), ""), 1) << "and stays Ready";
+  bool named = false;
+  for (const auto& l : lps_->LogLines()) {
+    named =
+        named || (l.value("msg", "") ==
+                      "component file refused; the component keeps its "
+                      "last good config" &&
+                  l.value("error", "").find("unknown key \"pause_window\"") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << "the refusal names the key";
+
+  ServiceProcess starting(files_.Args(kMetricsFlags));
+  auto channel = starting.Channel(files_);
+  EXPECT_EQ(CallGetComponentConfig(channel, kAksNodeControllerComponent, files_.Token())
+                .status.error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(HealthCheck(starting.HealthChannel(), ""), 2) << "not Ready: no traffic reaches it";
+}
+
 // kubelet's ConfigMap volume: <key> -> ..data/<key>, ..data -> ..<timestamp>/, and an update
 // is a new timestamped folder plus an atomic rename of a new ..data symlink over the old one.
 class ConfigMapVolume {
