@@ -411,13 +411,25 @@ TEST(DeployConfigTest, TheExampleOverlayGeneratesTheComponentsConfigMapFromItsFo
   if (kubectl.empty()) return;
   Rendered overlay = Render(dir, kubectl);
   std::map<std::string, json> config_maps;
+  json dashboard;
   for (const json& o : overlay.objects) {
+    if (At(o, {"metadata", "name"}) == "live-patching-service-dashboard") {
+      dashboard = o;
+      continue;
+    }
     EXPECT_EQ(At(o, {"metadata", "namespace"}), kNamespace) << o.dump();
     if (At(o, {"kind"}) == "ConfigMap") {
       EXPECT_TRUE(config_maps.emplace(At(o, {"metadata", "name"}).get<std::string>(), o).second);
     }
   }
   ASSERT_EQ(config_maps.size(), 3u);
+  // The dashboard, as Grafana's sidecar loads it: labelled, in its namespace, the file as is.
+  ASSERT_TRUE(dashboard.is_object()) << "no dashboard ConfigMap";
+  EXPECT_EQ(At(dashboard, {"metadata", "namespace"}), "monitoring");
+  EXPECT_EQ(At(dashboard, {"metadata", "labels", "grafana_dashboard"}), "1");
+  EXPECT_EQ(
+      At(dashboard, {"data", "live-patching-service.json"}),
+      ReadFile(std::filesystem::path(SourceDir()) / "deploy/grafana/live-patching-service.json"));
   // Components: exactly the folder.
   std::map<std::string, std::string> folder;
   for (const auto& entry : std::filesystem::directory_iterator(dir / "components")) {

@@ -22,6 +22,7 @@ namespace hotfix::testsupport {
 namespace {
 
 using Json = nlohmann::json;
+using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 std::string ReadSource(const std::string& relative) {
@@ -110,16 +111,46 @@ TEST(MonitoringConfigTest, TheDashboardAndAlertsReadWhatTheServiceExports) {
           60s);
   ASSERT_EQ(up, 1.0) << prometheus.Log();
   Json dashboard = Json::parse(dashboard_text);
+  // Every query narrows to the replicas the $instance variable picks; Grafana puts its regex
+  // there ("All" is .*), and this replica is one of them.
+  bool has_instance_variable = false;
+  for (const Json& v : dashboard["templating"]["list"]) {
+    has_instance_variable = has_instance_variable || v.value("name", "") == "instance";
+  }
+  EXPECT_TRUE(has_instance_variable);
+  auto as_grafana_sends = [](std::string expr) {
+    return std::regex_replace(expr, std::regex(R"(\$instance)"), ".*");
+  };
   size_t queries = 0;
   for (const Json& panel : dashboard["panels"]) {
     for (const Json& target : panel["targets"]) {
       const std::string expr = target["expr"];
-      EXPECT_TRUE(prometheus.Query(expr).is_array())
+      EXPECT_THAT(expr, HasSubstr(R"(instance=~"$instance")")) << panel["title"];
+      Json result = prometheus.Query(as_grafana_sends(expr));
+      EXPECT_TRUE(result.is_array())
           << "panel \"" << panel["title"].get<std::string>() << "\": " << expr;
       ++queries;
     }
   }
-  EXPECT_GE(queries, 12u);
+  EXPECT_GE(queries, 13u);
+  // The halts' and reloads' annotations are queries too.
+  size_t annotations = 0;
+  for (const Json& a : dashboard["annotations"]["list"]) {
+    EXPECT_TRUE(prometheus.Query(as_grafana_sends(a["expr"])).is_array()) << a["name"];
+    ++annotations;
+  }
+  EXPECT_EQ(annotations, 2u);
+  // The per-replica table of files: this replica's row, with the file's digest.
+  std::string table_expr;
+  for (const Json& panel : dashboard["panels"]) {
+    if (panel["type"] == "table") table_expr = panel["targets"][0]["expr"];
+  }
+  ASSERT_FALSE(table_expr.empty());
+  Json rows;
+  WaitFor([&] { return (rows = prometheus.Query(as_grafana_sends(table_expr))).size() == 1; }, 60s);
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0]["metric"].value("component", ""), kAksNodeControllerComponent);
+  EXPECT_EQ(rows[0]["metric"].value("sha256", "").size(), 12u);
 }
 
 }  // namespace

@@ -338,7 +338,12 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
   EXPECT_EQ(MetricValue(after, "lp_requests_by_subscription_total",
                         {{"subscription", kDefaultSubscription}}),
             3.0);
-  EXPECT_EQ(MetricValue(after, "lp_request_duration_seconds_count"), 4.0);
+  EXPECT_EQ(MetricValue(after, "lp_request_duration_seconds_count",
+                        {{"method", "GetComponentConfig"}}),
+            4.0);
+  EXPECT_EQ(MetricValue(after, "lp_request_duration_seconds_count",
+                        {{"method", "ReportHotfixOutcome"}}),
+            0.0);
 }
 
 // The identity cache, the signer cache and the rate limiter keep their own counts; /metrics
