@@ -20,6 +20,7 @@
 #include "service/transport/h2_session.h"
 #include "service/transport/memory_budget.h"
 #include "service_fixture.h"
+#include "temp_dir.h"
 #include "text_util.h"
 
 namespace hotfix::testsupport {
@@ -514,6 +515,97 @@ TEST(DeployConfigTest, OperationsShowsEveryFileOfTheExampleOverlayAsItIs) {
     EXPECT_EQ(doc.substr(begin, end + 1 - begin), ReadFile(entry.path())) << relative;
   }
   EXPECT_GE(files, 4u);
+}
+
+// The ```sh block after "Walkthrough commands (N):" in docs/OPERATIONS.md, one command a line.
+std::vector<std::string> WalkthroughLines(const std::string& doc, int n) {
+  const std::string marker = "Walkthrough commands (" + std::to_string(n) + "):\n\n```sh\n";
+  const size_t at = doc.find(marker);
+  EXPECT_NE(at, std::string::npos) << marker;
+  if (at == std::string::npos) return {};
+  const size_t begin = at + marker.size();
+  std::vector<std::string> lines;
+  std::istringstream in(doc.substr(begin, doc.find("\n```\n", begin) - begin));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+// A command line as a shell would split it: words, and "double-quoted" words kept whole. The
+// walkthrough uses nothing more (no pipes, globs or variables): the test runs no shell.
+std::vector<std::string> SplitCommand(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool quoted = false, any = false;
+  for (char c : line) {
+    if (c == '"') {
+      quoted = !quoted;
+      any = true;
+    } else if (c == ' ' && !quoted) {
+      if (any) words.push_back(word);
+      word.clear();
+      any = false;
+    } else {
+      word.push_back(c);
+      any = true;
+    }
+  }
+  if (any) words.push_back(word);
+  EXPECT_FALSE(quoted) << line;
+  return words;
+}
+
+TEST(DeployConfigTest, OperationsWalksFromAnEmptyFolderToAHaltedCanary) {
+  const std::string kubectl = ModernKubectl();
+  if (kubectl.empty()) return;
+  const std::filesystem::path root = SourceDir();
+  const std::string doc = ReadFile(root / "docs/OPERATIONS.md");
+  TempDir work("walkthrough");
+  std::filesystem::create_directory_symlink(root / "deploy", work.path() / "deploy");
+  std::vector<RunResult> renders;
+  auto run = [&](const std::string& line) {
+    std::vector<std::string> argv = SplitCommand(line);
+    ASSERT_FALSE(argv.empty());
+    if (argv[0] == "live-patching-service") argv[0] = BinDir() + "/live-patching-service";
+    if (argv[0] == "kubectl") argv[0] = kubectl;
+    SpawnOptions spawn;
+    spawn.argv = argv;
+    spawn.working_dir = work.path();
+    RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(60));
+    ASSERT_TRUE(r.status.success()) << line << "\n" << r.stderr_text << r.stdout_text;
+    if (argv[0] == kubectl) renders.push_back(r);
+  };
+  for (const std::string& line : WalkthroughLines(doc, 1)) run(line);
+  const std::string canary_marker =
+      "Canary `fleet-config/deploy/overlays/prod/components/aksNodeController.json`:\n\n```json\n";
+  const size_t at = doc.find(canary_marker);
+  ASSERT_NE(at, std::string::npos);
+  const size_t begin = at + canary_marker.size();
+  const std::string canary = doc.substr(begin, doc.find("\n```\n", begin) + 1 - begin);
+  work.Write("fleet-config/deploy/overlays/prod/components/aksNodeController.json", canary);
+  const std::vector<std::string> lines = WalkthroughLines(doc, 2);
+  ASSERT_EQ(lines.size(), 5u);
+  for (const std::string& line : lines) run(line);
+
+  ASSERT_EQ(renders.size(), 2u);
+  auto served_file = [](const RunResult& render) {
+    for (const YAML::Node& object : YAML::LoadAll(render.stdout_text)) {
+      if (object["kind"].as<std::string>() == "ConfigMap" &&
+          object["metadata"]["name"].as<std::string>() == "live-patching-components") {
+        return json::parse(object["data"]["aksNodeController.json"].as<std::string>());
+      }
+    }
+    return json();
+  };
+  const json before = served_file(renders[0]);
+  const json after = served_file(renders[1]);
+  EXPECT_EQ(before, json::parse(canary)) << "the first render ships the folder as written";
+  ASSERT_TRUE(after.is_object());
+  const json& rollout = after["rollouts"][0];
+  EXPECT_EQ(rollout["halted"], true);
+  EXPECT_EQ(rollout["halt_note"]["reason"], "INC-1234: nodes fail to join");
+  EXPECT_EQ(rollout["halt_note"]["at"], "2026-12-05T09:00:00Z");
 }
 
 TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort) {
