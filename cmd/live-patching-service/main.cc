@@ -406,6 +406,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--allowed-subscriptions", c.allowed_subscriptions,
                  "comma-separated subscription IDs allowed to call (default: any)")
       ->delimiter(',');
+  app.add_option("--allowed-subscriptions-file", c.allowed_subscriptions_file,
+                 "file of the subscription IDs allowed to call, read again when it changes "
+                 "(instead of --allowed-subscriptions)");
   app.add_option("--rate-limit-per-node", f.rate_limit,
                  "N/s: calls per second per node (vmId), burst of one second (default: none)");
   app.add_option("--metrics-listen", c.metrics_listen, "ADDR:PORT for Prometheus /metrics");

@@ -75,7 +75,6 @@ LivePatchingServiceImpl::LivePatchingServiceImpl(LivePatchingServiceOptions opti
   for (size_t i = 0; i < kIdentityFailures + kGrpcCodes; ++i) {
     refusal_lines_.emplace_back(kRefusalLinesPerSecond, std::chrono::seconds(1));
   }
-  for (const std::string& s : options_.allowed_subscriptions) allowed_.insert(AsciiLower(s));
   for (std::string& pattern : options_.allowed_authorities) pattern = AsciiLower(pattern);
 }
 
@@ -104,7 +103,8 @@ GrpcStatus LivePatchingServiceImpl::Authenticate(const CallInput& input, CallDec
 
 GrpcStatus LivePatchingServiceImpl::Authorize(const std::string& cluster,
                                               const NodeIdentity& identity) const {
-  if (!allowed_.empty() && allowed_.count(AsciiLower(identity.subscription_id)) == 0) {
+  if (options_.allowed_subscriptions != nullptr &&
+      !options_.allowed_subscriptions->Allows(identity.subscription_id)) {
     return Refuse(GrpcCode::kPermissionDenied,
                   "subscription " + Printable(identity.subscription_id) +
                       " is not allowed to use the live-patching service");

@@ -31,6 +31,7 @@
 #include "service/control/rollout_status.h"
 #include "service/identity/node_identity.h"
 #include "service/identity/rate_limiter.h"
+#include "service/identity/subscription_allow_list.h"
 #include "service/ops/metrics.h"
 #include "service/recent_reports.h"
 #include "service/rollout/auto_halt.h"
@@ -53,9 +54,9 @@ struct LivePatchingServiceOptions {
   RecentReports* recent_reports = nullptr;
   // The nodes that reported, per auto-halting rollout (the halt's evidence); may be null.
   NodeEvidence* node_evidence = nullptr;
-  // Subscriptions allowed to call (compared case-insensitively, as GUIDs); empty: any caller
-  // with a verified identity.
-  std::vector<std::string> allowed_subscriptions;
+  // Subscriptions allowed to call (compared case-insensitively, as GUIDs); null: any caller
+  // with a verified identity. Outlives the service.
+  const SubscriptionAllowList* allowed_subscriptions = nullptr;
   // Cluster patterns (rollout.h, MatchesClusterPattern) the call's `:authority` host must
   // match; empty: any. `:authority` is what the caller says it dialed, not proven: this keeps
   // a caller to the clusters named, it does not prove which one it belongs to.
@@ -154,7 +155,6 @@ class LivePatchingServiceImpl final : public GrpcHandler {
               std::chrono::steady_clock::duration elapsed);
 
   LivePatchingServiceOptions options_;
-  std::set<std::string> allowed_;  // lower-cased allowed_subscriptions
   // The budget for a refused call's line: its identity failure's, else its gRPC code's.
   LogBudget& RefusalLines(const CallDecision& decision);
   static constexpr size_t kIdentityFailures = 6;  // IdentityFailure's values

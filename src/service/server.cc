@@ -9,6 +9,7 @@
 #include "service/identity/authenticator_factory.h"
 #include "service/identity/node_identity.h"
 #include "service/identity/rate_limiter.h"
+#include "service/identity/subscription_allow_list.h"
 #include "service/live_patching_service.h"
 #include "service/ops/metrics.h"
 #include "service/ops/prometheus_outcomes.h"
@@ -58,6 +59,7 @@ struct Server::Impl {
   std::unique_ptr<TlsServerContext> tls;
   std::unique_ptr<Authenticator> authenticator;
   AttestationRoots* attestation_roots = nullptr;  // authenticator, when it verifies documents
+  std::unique_ptr<SubscriptionAllowList> allowed_subscriptions;
   std::unique_ptr<RateLimiter> limiter;
   std::unique_ptr<DirectoryStore> store;
   std::unique_ptr<OutcomeSource> outcome_source;
@@ -241,9 +243,12 @@ Status Server::Impl::StartGrpc() {
   }
   options.tls = tls.get();
   options.tls_refresh = config.tls_refresh;
-  if (AttestationRoots* roots = attestation_roots) {
-    options.refresh_files = [roots, logger = log] { roots->ReloadIfChanged(logger); };
-  }
+  // Files the operator edits while the service runs, read again when they change.
+  options.refresh_files = [roots = attestation_roots, allowed = allowed_subscriptions.get(),
+                           logger = log] {
+    if (roots != nullptr) roots->ReloadIfChanged(logger);
+    allowed->ReloadIfChanged(logger);
+  };
   options.kept_metadata = {"authorization"};
   // A pod's CPU limit, not the node's cores: loops beyond the quota only add throttled time.
   if (config.threads > 0) {
@@ -309,6 +314,17 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
   if (c.rate_limit_per_node > 0) {
     impl->limiter = NewTokenBucketLimiter(c.rate_limit_per_node, impl->tables.rate_limiter_keys);
   }
+  if (!c.allowed_subscriptions_file.empty() && !c.allowed_subscriptions.empty()) {
+    return Status::InvalidArgument(
+        "give --allowed-subscriptions or --allowed-subscriptions-file, not both");
+  }
+  if (c.allowed_subscriptions_file.empty()) {
+    impl->allowed_subscriptions = SubscriptionAllowList::Fixed(c.allowed_subscriptions);
+  } else {
+    auto allowed = SubscriptionAllowList::Load(c.allowed_subscriptions_file);
+    if (!allowed.ok()) return allowed.status();
+    impl->allowed_subscriptions = std::move(*allowed);
+  }
   impl->protobuf_log = std::make_unique<ProtobufLogToJson>(log);
   if (Status st = impl->StartStore(); !st.ok()) return st;
 
@@ -326,7 +342,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
       std::make_unique<RecentReports>(impl->tables.recent_reports, kRecentReportWindow);
   options.recent_reports = impl->recent_reports.get();
   options.node_evidence = impl->node_evidence.get();
-  options.allowed_subscriptions = c.allowed_subscriptions;
+  options.allowed_subscriptions = impl->allowed_subscriptions.get();
   options.allowed_authorities = c.allowed_authorities;
   options.testing_response_delay = c.testing_response_delay;
   if (c.testing_response_delay.count() > 0) {
@@ -344,10 +360,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
     impl->prometheus->SetConnectionLimits(impl->grpc_server->max_connections(),
                                           impl->budget ? impl->budget->memory_limit : 0);
     if (Status st = impl->prometheus->Listen(
-            c.metrics_listen,
-            {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
-             impl->authenticator.get(), impl->limiter.get(), impl->auto_halt.get(),
-             impl->attestation_roots, log, impl->memory_pool.get()});
+            c.metrics_listen, {impl->store.get(), impl->tls.get(), impl->rollout_status.get(),
+                               impl->authenticator.get(), impl->limiter.get(),
+                               impl->auto_halt.get(), impl->attestation_roots, log,
+                               impl->memory_pool.get(), impl->allowed_subscriptions.get()});
         !st.ok()) {
       return st;  // it names --metrics-listen
     }
@@ -373,7 +389,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(ServerConfig config, Logger* log
              {"store_loaded", impl->loaded.load()},
              {"store_complete", impl->complete.load()},
              {"identity", c.insecure_accept_any_token ? "INSECURE-any-token" : "attested"},
-             {"allowed_subscriptions", listed(c.allowed_subscriptions)},
+             {"allowed_subscriptions", c.allowed_subscriptions_file.empty()
+                                           ? listed(c.allowed_subscriptions)
+                                           : std::to_string(impl->allowed_subscriptions->size()) +
+                                                 " from " + c.allowed_subscriptions_file},
              {"allowed_authorities", listed(c.allowed_authorities)},
              {"proxy_protocol", c.proxy_protocol},
              {"proxy_protocol_from", c.proxy_protocol ? listed(c.proxy_protocol_from) : "none"},

@@ -46,9 +46,11 @@ struct ServerConfig {
   std::string attestation_signer_name = "metadata.azure.com";
   std::chrono::seconds max_token_age{600};         // 0: no limit (AttestedDocumentOptions)
   std::vector<std::string> allowed_subscriptions;  // empty: every verified subscription
-  std::vector<std::string> allowed_authorities;    // cluster patterns; empty: any :authority
-  double rate_limit_per_node = 0;                  // requests per second; 0: unlimited
-  std::string metrics_listen;                      // empty: no metrics endpoint
+  // Or from this file, read again when it changes (subscription_allow_list.h); not both.
+  std::string allowed_subscriptions_file;
+  std::vector<std::string> allowed_authorities;  // cluster patterns; empty: any :authority
+  double rate_limit_per_node = 0;                // requests per second; 0: unlimited
+  std::string metrics_listen;                    // empty: no metrics endpoint
   // The Prometheus that scrapes every replica: the automatic halt's evidence. Empty: every
   // rollout with auto_halt is held, applied to no new node (docs/ROLLOUTS.md).
   std::string prometheus_url;

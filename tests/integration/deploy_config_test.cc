@@ -661,7 +661,7 @@ TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort
       EXPECT_EQ(mounts[name] + "/tls.crt", base.Flag("--tls-cert"));
     }
   }
-  configmaps.erase("live-patching-settings");  // read through the environment, below
+  // Settings: the allow-list mounted as a file, proxy-networks through the environment.
   EXPECT_EQ(mounted_configmaps, configmaps);
   for (const json& cm : base.OfKind("ConfigMap")) {
     if (At(cm, {"metadata", "name"}) == "live-patching-components") {
@@ -687,7 +687,24 @@ TEST(DeployConfigTest, TheDeploymentRunsTwoReplicasWithGrpcProbesOnTheHealthPort
 TEST(DeployConfigTest, TheDeploymentAllowsOnlyTheSettingsSubscriptionsAndAksAuthorities) {
   Rendered base = RenderBase();
   json container = base.Container();
-  EXPECT_EQ(base.Flag("--allowed-subscriptions"), "$(LP_ALLOWED_SUBSCRIPTIONS)");
+  // The subscriptions from the settings ConfigMap's key, as a file read again when it changes.
+  const std::string file = base.Flag("--allowed-subscriptions-file");
+  const std::filesystem::path path(file);
+  std::string mounted_volume;
+  for (const json& m : At(container, {"volumeMounts"})) {
+    if (At(m, {"mountPath"}) == path.parent_path().string()) {
+      mounted_volume = At(m, {"name"}).get<std::string>();
+    }
+  }
+  json volume;
+  for (const json& v : At(base.Deployment(), {"spec", "template", "spec", "volumes"})) {
+    if (At(v, {"name"}) == mounted_volume) volume = v;
+  }
+  ASSERT_TRUE(volume.is_object()) << file << " is on no volume";
+  EXPECT_EQ(At(volume, {"configMap", "name"}), "live-patching-settings");
+  EXPECT_EQ(At(volume, {"configMap", "items"}),
+            json::parse(R"([{"key":"allowed-subscriptions","path":")" + path.filename().string() +
+                        R"("}])"));
   EXPECT_EQ(base.Flag("--allowed-authorities"), "*.azmk8s.io");
   bool proxy_protocol = false;  // a flag without a value: Flag() reads NAME=VALUE only
   for (const json& arg : At(container, {"args"})) proxy_protocol |= arg == "--proxy-protocol";
@@ -700,7 +717,6 @@ TEST(DeployConfigTest, TheDeploymentAllowsOnlyTheSettingsSubscriptionsAndAksAuth
     if (At(env, {"valueFrom", "configMapKeyRef", "name"}) != "live-patching-settings") continue;
     from_settings[At(env, {"name"})] = At(env, {"valueFrom", "configMapKeyRef", "key"});
   }
-  EXPECT_EQ(from_settings["LP_ALLOWED_SUBSCRIPTIONS"], "allowed-subscriptions");
   EXPECT_EQ(from_settings["LP_PROXY_NETWORKS"], "proxy-networks");
   json settings;
   for (const json& cm : base.OfKind("ConfigMap")) {

@@ -170,6 +170,61 @@ TEST_F(ServiceE2eTest, SubscriptionsOffTheAllowListArePermissionDenied) {
               HasSubstr("subscription 99999999-0000-0000-0000-000000000000 is not allowed"));
 }
 
+// The allow-list from a file, as the Deployment mounts it from the settings ConfigMap: a
+// subscription added while the service runs is served within --refresh-interval, the same
+// document included (the identity is cached, the list applied at every call); a file that does
+// not load keeps the list before it, logged and counted.
+TEST_F(ServiceE2eTest, TheAllowListFileIsReadAgainWhileTheServiceRuns) {
+  const std::string other = "11111111-2222-3333-4444-555555555555";
+  const std::filesystem::path file = files_.components_dir().parent_path() / "allowed";
+  // Replaced whole, by rename, as a ConfigMap volume update lands.
+  auto WriteFile = [](const std::filesystem::path& path, const std::string& text) {
+    const std::filesystem::path next = path.string() + ".next";
+    std::ofstream(next, std::ios::binary | std::ios::trunc) << text;
+    std::filesystem::rename(next, path);
+  };
+  WriteFile(file, "# the fleet\n" + other + "\n");
+  std::vector<std::string> flags = kMetricsFlags;
+  flags.insert(flags.end(),
+               {"--allowed-subscriptions-file", file.string(), "--refresh-interval", "1s"});
+  Start(flags);
+  const std::string token = files_.Token();
+  EXPECT_EQ(Call(kAksNodeControllerComponent, token).code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_allowed_subscriptions"), 1.0);
+
+  // The node's subscription added: served, with the very document refused before.
+  WriteFile(file, other + "," + kDefaultSubscription + "\n");
+  WaitFor([&] { return Call(kAksNodeControllerComponent, token).status.ok(); }, kGenerous);
+  EXPECT_TRUE(Call(kAksNodeControllerComponent, token).status.ok());
+  EXPECT_EQ(MetricValue(Metrics(), "lp_allowed_subscriptions"), 2.0);
+  EXPECT_TRUE(lps_->Logged("allowed subscriptions reloaded"));
+
+  // Emptied by mistake: refused, the list before stays (not "everyone").
+  WriteFile(file, "\n");
+  WaitFor(
+      [&] {
+        return MetricValue(Metrics(), "lp_allowed_subscriptions_last_reload_successful") == 0.0;
+      },
+      kGenerous);
+  EXPECT_EQ(MetricValue(Metrics(), "lp_allowed_subscriptions_last_reload_successful"), 0.0);
+  EXPECT_TRUE(Call(kAksNodeControllerComponent, token).status.ok());
+  AttestedDocumentFields stranger;
+  stranger.subscription_id = "99999999-0000-0000-0000-000000000000";
+  EXPECT_EQ(Call(kAksNodeControllerComponent, files_.Token(stranger)).code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(lps_->Logged(
+      "allowed subscriptions changed but do not load; still allowing the previous list"));
+
+  // Both ways at once are refused: which list would apply?
+  SpawnOptions both;
+  both.argv = files_.Args(
+      {"--allowed-subscriptions", other, "--allowed-subscriptions-file", file.string()});
+  RunResult r = RunProcess(std::move(both), seconds(30));
+  EXPECT_NE(r.status.exit_code, 0);
+  EXPECT_THAT(r.stderr_text,
+              HasSubstr("give --allowed-subscriptions or --allowed-subscriptions-file, not both"));
+}
+
 TEST_F(ServiceE2eTest, ANodeOverItsRateIsResourceExhaustedOthersAreNot) {
   Start({"--rate-limit-per-node", "1/s"});
   std::string token = files_.Token();
@@ -338,12 +393,12 @@ TEST_F(ServiceE2eTest, MetricsCountCallsIdentityFailuresAndTheStore) {
   EXPECT_EQ(MetricValue(after, "lp_requests_by_subscription_total",
                         {{"subscription", kDefaultSubscription}}),
             3.0);
-  EXPECT_EQ(MetricValue(after, "lp_request_duration_seconds_count",
-                        {{"method", "GetComponentConfig"}}),
-            4.0);
-  EXPECT_EQ(MetricValue(after, "lp_request_duration_seconds_count",
-                        {{"method", "ReportHotfixOutcome"}}),
-            0.0);
+  EXPECT_EQ(
+      MetricValue(after, "lp_request_duration_seconds_count", {{"method", "GetComponentConfig"}}),
+      4.0);
+  EXPECT_EQ(
+      MetricValue(after, "lp_request_duration_seconds_count", {{"method", "ReportHotfixOutcome"}}),
+      0.0);
 }
 
 // The identity cache, the signer cache and the rate limiter keep their own counts; /metrics

@@ -118,7 +118,8 @@ struct ReportTest : ::testing::Test {
     options.metrics = &metrics;
     options.access_log = &log.logger();
     options.recent_reports = &recent;
-    options.allowed_subscriptions = std::move(allowed);
+    allow_list = SubscriptionAllowList::Fixed(allowed);
+    options.allowed_subscriptions = allow_list.get();
     service = std::make_unique<LivePatchingServiceImpl>(std::move(options));
   }
 
@@ -155,6 +156,7 @@ struct ReportTest : ::testing::Test {
   RecentReports recent{1000, std::chrono::hours(1)};
   unittest::CapturedLog log;
   std::string bytes;  // the last request, serialized
+  std::unique_ptr<SubscriptionAllowList> allow_list;
   std::unique_ptr<LivePatchingServiceImpl> service;
 };
 

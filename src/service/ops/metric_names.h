@@ -56,6 +56,9 @@ inline constexpr char kMetricSignerRefusalCacheHits[] = "lp_signer_refusal_cache
 inline constexpr char kMetricRateLimiterTrackedNodes[] = "lp_rate_limiter_tracked_nodes";
 inline constexpr char kMetricLogLinesDropped[] = "lp_log_lines_dropped_total";
 inline constexpr char kMetricConnectionMemory[] = "lp_connection_memory_bytes";
+inline constexpr char kMetricAllowedSubscriptions[] = "lp_allowed_subscriptions";
+inline constexpr char kMetricAllowedSubscriptionsReloadSuccessful[] =
+    "lp_allowed_subscriptions_last_reload_successful";
 inline constexpr char kMetricConnectionMemoryPool[] = "lp_connection_memory_pool_bytes";
 inline constexpr char kMetricConnectionMemoryAddresses[] = "lp_connection_memory_addresses";
 

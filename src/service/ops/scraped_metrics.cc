@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "service/identity/attestation_roots.h"
+#include "service/identity/subscription_allow_list.h"
 #include "service/ops/metric_names.h"
 #include "service/transport/connection_memory.h"
 #include "service/transport/tls_server_context.h"
@@ -330,6 +331,15 @@ std::vector<prometheus::MetricFamily> CollectScraped(const ScrapedSources& sourc
               "Log lines stderr never got: its reader fell more than the queue "
               "behind (common/log.h)",
               MetricType::Counter, static_cast<double>(sources.log->dropped_lines()));
+  }
+  if (sources.allowed_subscriptions != nullptr) {
+    AddSingle(&out, kMetricAllowedSubscriptions,
+              "Subscriptions allowed to call now (0: any verified subscription)", MetricType::Gauge,
+              static_cast<double>(sources.allowed_subscriptions->size()));
+    AddSingle(&out, kMetricAllowedSubscriptionsReloadSuccessful,
+              "0 after a changed --allowed-subscriptions-file failed to load (the list before it "
+              "stays), 1 otherwise",
+              MetricType::Gauge, sources.allowed_subscriptions->last_reload_successful() ? 1 : 0);
   }
   if (sources.memory_pool != nullptr) {
     AddSingle(&out, kMetricConnectionMemory,

@@ -21,6 +21,7 @@ namespace hotfix::service {
 class TlsServerContext;
 class AttestationRoots;
 class MemoryPool;
+class SubscriptionAllowList;
 
 // What the metrics read when scraped rather than being told per call. Each is borrowed, may be
 // null, and must outlive the metrics' HTTP server (PrometheusMetrics::StopListening).
@@ -35,6 +36,8 @@ struct ScrapedSources {
   const AttestationRoots* attestation_roots = nullptr;
   const Logger* log = nullptr;              // lp_log_lines_dropped_total
   const MemoryPool* memory_pool = nullptr;  // lp_connection_memory_{bytes,pool_bytes,addresses}
+  // lp_allowed_subscriptions, lp_allowed_subscriptions_last_reload_successful
+  const SubscriptionAllowList* allowed_subscriptions = nullptr;
 };
 
 // The families of `sources` now, with Prometheus' standard process_* families first (the
