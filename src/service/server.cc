@@ -1,7 +1,10 @@
 #include "service/server.h"
 
 #include <atomic>
+#include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "service/control/auto_halt_controller.h"
 #include "service/health.h"
@@ -37,6 +40,7 @@ struct Server::Impl {
   ~Impl();
   void OnReload(const ReloadReport& report);
   bool Serving() const;
+  void LogHaltChanges();
   Status StartStore();
   Status StartAutoHalt();
   // The memory limit (--memory-limit, else the cgroup's), and memory_limit_from.
@@ -49,6 +53,8 @@ struct Server::Impl {
   std::atomic<bool> loaded{false};
   std::atomic<bool> complete{false};           // ReloadReport::complete, for Serving()
   std::atomic<bool> warned_incomplete{false};  // the "not ready" line, once
+  // Each rollout's file-side halt at the last swap (LogHaltChanges; the store's reload thread).
+  std::map<std::pair<std::string, std::string>, bool> halted_rollouts;
   std::once_flag drain_once;
   std::unique_ptr<ProtobufLogToJson> protobuf_log;  // from Start() on
 
@@ -115,6 +121,7 @@ void Server::Impl::OnReload(const ReloadReport& report) {
                {"rejected_files", static_cast<int64_t>(report.rejected.size())}});
   }
   if (report.generation > 0) loaded = true;
+  if (report.swapped) LogHaltChanges();
   // Ready means serving what the folder says: a replica whose first load refused a file stays
   // NOT_SERVING (so a rolling update stops at it, and the old replicas keep serving) until a
   // load refuses none. A later refused file keeps its last good text, and the replica Ready.
@@ -132,6 +139,37 @@ void Server::Impl::OnReload(const ReloadReport& report) {
   // A rollout that gained auto_halt is applied to no one until judged: judge it now.
   AutoHaltController* auto_halt_now = auto_halt_running.load();
   if (report.swapped && auto_halt_now != nullptr) auto_halt_now->Wake();
+}
+
+// One line per rollout whose file-side halt changed with this snapshot (and, at the first load,
+// per halted rollout): who, when and why, from the file's notes (docs/ROLLOUTS.md). The
+// replicas' own automatic halts are the controller's to log.
+void Server::Impl::LogHaltChanges() {
+  std::shared_ptr<const StoreSnapshot> snapshot = store ? store->Current() : nullptr;
+  if (!snapshot) return;
+  std::map<std::pair<std::string, std::string>, bool> now;
+  for (const auto& [component, file] : snapshot->components) {
+    for (const Rollout& rollout : file->rollouts) {
+      const auto key = std::make_pair(component, rollout.name);
+      now[key] = rollout.halted;
+      auto before = halted_rollouts.find(key);
+      const bool was = before != halted_rollouts.end() && before->second;
+      if (rollout.halted == was) continue;
+      const std::optional<RolloutNote>& note =
+          rollout.halted ? rollout.halt_note : rollout.resume_note;
+      const std::string at = note ? FormatRolloutTime(note->at) : "";
+      const std::string by = note ? note->by : "";
+      const std::string reason = note ? note->reason : "";
+      log->Info(
+          rollout.halted ? "rollout halted by its file" : "rollout no longer halted by its file",
+          {{"component", component},
+           {"rollout", rollout.name},
+           {"at", at},
+           {"by", by},
+           {"reason", reason}});
+    }
+  }
+  halted_rollouts = std::move(now);
 }
 
 // Health: SERVING once a load of the store took every file (ReloadReport::complete), while

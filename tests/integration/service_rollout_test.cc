@@ -205,6 +205,59 @@ TEST_F(ServiceRolloutTest, WideningKeepsEveryEarlierNodeAndHaltAndHoldTakeEffect
   EXPECT_EQ(Inside(ServeAll()), std::set<int>());
 }
 
+// The one-step halt, end to end: `live-patching-service rollout halt` on the folder the
+// replica serves (a ConfigMap update does the same, a minute later). The replica's log says who,
+// when and why, GET /rollouts shows the note, and no node gets the rollout; `rollout resume`
+// brings the same nodes back, logged and noted as well.
+TEST_F(ServiceRolloutTest, TheToolsHaltAndResumeAreLoggedAndShownWithWhoWhenAndWhy) {
+  const std::string name = "anc-canary";
+  Start(FileWith(name, Json::array({{{"at", At(-kDay)}, {"percent", 50}}})));
+  const std::set<int> in = Inside(ServeAll());
+  ASSERT_FALSE(in.empty());
+  auto tool = [&](std::vector<std::string> args) {
+    SpawnOptions spawn;
+    spawn.argv = {BinDir() + "/live-patching-service", "rollout"};
+    spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
+    RunResult r = RunProcess(std::move(spawn), std::chrono::seconds(60));
+    EXPECT_TRUE(r.status.success()) << r.stderr_text;
+  };
+  const std::string dir = files_.components_dir().string();
+  const uint64_t before = Generation();
+  tool({"halt", name, "--components-dir", dir, "--reason", "INC-7: nodes fail to join", "--by",
+        "oncall@example"});
+  WaitFor([&] { return Generation() > before; }, std::chrono::seconds(15));
+  EXPECT_EQ(Inside(ServeAll()), std::set<int>());
+  bool logged = false;
+  for (const auto& l : lps_->LogLines()) {
+    logged = logged || (l.value("msg", "") == "rollout halted by its file" &&
+                        l.value("rollout", "") == name && l.value("by", "") == "oncall@example" &&
+                        l.value("reason", "") == "INC-7: nodes fail to join");
+  }
+  EXPECT_TRUE(logged) << "the reload's log line names who and why";
+  Json status = Json::parse(HttpGet(lps_->metrics_port(), "/rollouts"));
+  const Json row = status["components"]["aksNodeController"][0];
+  EXPECT_EQ(row["halted"], true);
+  EXPECT_EQ(row["halt_note"]["by"], "oncall@example");
+  EXPECT_EQ(row["halt_note"]["reason"], "INC-7: nodes fail to join");
+  EXPECT_TRUE(row["resume_note"].is_null());
+
+  const uint64_t halted = Generation();
+  tool({"resume", name, "--components-dir", dir, "--reason", "fixed", "--by", "oncall@example"});
+  WaitFor([&] { return Generation() > halted; }, std::chrono::seconds(15));
+  EXPECT_EQ(Inside(ServeAll()), in) << "the same nodes come back";
+  logged = false;
+  for (const auto& l : lps_->LogLines()) {
+    logged = logged || (l.value("msg", "") == "rollout no longer halted by its file" &&
+                        l.value("reason", "") == "fixed");
+  }
+  EXPECT_TRUE(logged);
+  status = Json::parse(HttpGet(lps_->metrics_port(), "/rollouts"));
+  EXPECT_EQ(status["components"]["aksNodeController"][0]["resume_note"]["reason"], "fixed");
+  EXPECT_EQ(MetricValue(HttpGet(lps_->metrics_port(), "/metrics"), "lp_rollout_halted",
+                        {{"rollout", name}}),
+            0.0);
+}
+
 TEST_F(ServiceRolloutTest, AnInvalidEditKeepsTheLastGoodFileAndNamesTheField) {
   const std::string name = "anc-typo";
   Start(FileWith(name, Json::array({{{"at", At(-kDay)}, {"percent", 100}}}),
