@@ -43,19 +43,7 @@ die() {
 stack_ports_free "$base" $((base + 2)) DENSITY_PORT_BASE
 stack_raise_fds $((2 * n + 1000))
 
-if [[ -n ${DENSITY_BIN_DIR:-} ]]; then
-  bin=$(cd "$DENSITY_BIN_DIR" && pwd)
-else
-  bin=$root/$build_root/release/bin
-  if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
-    log "build (Release, $build_root/release)"
-    cmake -S . -B "$build_root/release" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -U HOTFIX_STATIC_DEPS -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-    nice -n 10 ninja -j"${BENCH_JOBS:-2}" -C "$build_root/release" live-patching-service \
-      imds-standin >/dev/null || die "build failed: ninja -C $build_root/release"
-  fi
-fi
-for b in live-patching-service imds-standin; do [[ -x $bin/$b ]] || die "no $bin/$b"; done
+stack_release_bin "${DENSITY_BIN_DIR:-}" "$build_root"
 connhold=$out/connhold
 cc -O2 -Wall -Wextra -Werror -o "$connhold" bench/connhold.c -lssl -lcrypto ||
   die "connhold did not build"

@@ -58,21 +58,7 @@ stack_ports_free "$base" $((base + 5)) SOAK_PORT_BASE
 stack_raise_fds $((3 * (n_idle + n_silent + n_slow + n_hello) + 2000))
 
 # ---------------------------------------------------------------------------------------
-if [[ -n ${SOAK_BIN_DIR:-} ]]; then
-  bin=$(cd "$SOAK_BIN_DIR" && pwd)
-else
-  bin=$root/$build_root/release/bin
-  if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
-    log "build (Release, $build_root/release)"
-    cmake -S . -B "$build_root/release" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -U HOTFIX_STATIC_DEPS -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
-    nice -n 10 ninja -j"${BENCH_JOBS:-2}" -C "$build_root/release" live-patching-service \
-      imds-standin >/dev/null || die "build failed: ninja -C $build_root/release"
-  fi
-fi
-for b in live-patching-service imds-standin; do
-  [[ -x $bin/$b ]] || die "no $bin/$b"
-done
+stack_release_bin "${SOAK_BIN_DIR:-}" "$build_root"
 connhold=$out/connhold
 cc -O2 -Wall -Wextra -Werror -o "$connhold" bench/connhold.c -lssl -lcrypto ||
   die "connhold did not build"

@@ -15,6 +15,29 @@ trap stack_cleanup EXIT
 trap 'exit 130' INT TERM
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
+# Sets bin, the folder of the Release live-patching-service and imds-standin a bench runs:
+# GIVEN when set (prebuilt: scripts/test.sh passes build/release/bin), else
+# BUILD_ROOT/release/bin, built there first unless BENCH_NO_BUILD=1. The caller's die() ends it
+# when either binary is missing.
+#   stack_release_bin GIVEN BUILD_ROOT
+stack_release_bin() {
+  local given=$1 build_root=$2
+  if [[ -n $given ]]; then
+    bin=$(cd "$given" && pwd)
+  else
+    bin=$PWD/$build_root/release/bin
+    if [[ ${BENCH_NO_BUILD:-0} != 1 ]]; then
+      log "build (Release, $build_root/release)"
+      cmake -S . -B "$build_root/release" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -U HOTFIX_STATIC_DEPS -DHOTFIX_AGENT_VERSION=202604.01.0 >/dev/null
+      nice -n 10 ninja -j"${BENCH_JOBS:-2}" -C "$build_root/release" live-patching-service \
+        imds-standin >/dev/null || die "build failed: ninja -C $build_root/release"
+    fi
+  fi
+  local b
+  for b in live-patching-service imds-standin; do [[ -x $bin/$b ]] || die "no $bin/$b"; done
+}
+
 # stack_wait_port PORT [LOGDIR]: until something listens on 127.0.0.1:PORT (10 s).
 stack_wait_port() {
   for _ in $(seq 100); do nc -z 127.0.0.1 "$1" 2>/dev/null && return 0; sleep 0.1; done
