@@ -103,17 +103,7 @@ metric_sum() { # NAME [REGEX on the whole line]
     awk -v n="$1" -v re="${2:-.}" 'index($0, n) == 1 && $0 ~ re { s += $NF } END { printf "%.0f\n", s }'
 }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$svc_pid/status"; }
-grpc_call() { # prints the grpc-status and the body's printable bytes
-  local body status
-  body=$(curl -s --http2 --insecure --connect-to "$fqdn:443:127.0.0.1:$svc_port" \
-    -H 'content-type: application/grpc' -H 'te: trailers' \
-    -H "authorization: $(<"$work/token")" --data-binary @"$work/request.bin" \
-    -D "$work/call.headers" --max-time 10 \
-    "https://$fqdn/akslivepatching.v1.LivePatchingService/GetComponentConfig" | tr -d '\0' |
-    tr -c '[:print:]' ' ') || true
-  status=$(sed -n 's/^grpc-status: *\([0-9]*\).*/\1/p' "$work/call.headers" | tail -1)
-  printf '%s %s\n' "${status:-none}" "$body"
-}
+grpc_call() { stack_grpc_call "$fqdn" "$svc_port" "$work"; }
 
 read -r status body < <(grpc_call)
 [[ $status == 0 && $body == *'"202604.01.7"'* ]] || die "first call: grpc-status $status, $body"

@@ -102,18 +102,7 @@ fds() { find "/proc/$svc_pid/fd" -mindepth 1 2>/dev/null | wc -l; }
 # One call with grpc-status read from the trailers (h2load cannot see them); prints the
 # grpc-status and the served config. Straight to the service: curl offers ALPN
 # "h2,http/1.1", which the proxy rightly routes to the apiserver (h2load takes the proxy).
-grpc_call() {
-  local body
-  body=$(curl -s --http2 --insecure --connect-to "$fqdn:443:127.0.0.1:$svc_port" \
-    -H 'content-type: application/grpc' -H 'te: trailers' \
-    -H "authorization: $(<"$work/token")" --data-binary @"$work/request.bin" \
-    -D "$work/call.headers" --max-time 10 \
-    "https://$fqdn/akslivepatching.v1.LivePatchingService/GetComponentConfig" | tr -d '\0' |
-    tr -c '[:print:]' ' ') || true
-  local status
-  status=$(sed -n 's/^grpc-status: *\([0-9]*\).*/\1/p' "$work/call.headers" | tail -1)
-  printf '%s %s\n' "${status:-none}" "$body"
-}
+grpc_call() { stack_grpc_call "$fqdn" "$svc_port" "$work"; }
 
 # ---------------------------------------------------------------------------------------
 log "sanity: one call through the proxy"

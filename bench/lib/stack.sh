@@ -15,6 +15,22 @@ trap stack_cleanup EXIT
 trap 'exit 130' INT TERM
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
+# One GetComponentConfig straight to the service at 127.0.0.1:PORT as FQDN (curl, HTTP/2), with
+# WORK/token as the node's document and WORK/request.bin as the framed request; prints the
+# grpc-status read from the trailers (h2load cannot see them) and the body's printable bytes.
+#   stack_grpc_call FQDN PORT WORK
+stack_grpc_call() {
+  local fqdn=$1 port=$2 work=$3 body status
+  body=$(curl -s --http2 --insecure --connect-to "$fqdn:443:127.0.0.1:$port" \
+    -H 'content-type: application/grpc' -H 'te: trailers' \
+    -H "authorization: $(<"$work/token")" --data-binary @"$work/request.bin" \
+    -D "$work/call.headers" --max-time 10 \
+    "https://$fqdn/akslivepatching.v1.LivePatchingService/GetComponentConfig" | tr -d '\0' |
+    tr -c '[:print:]' ' ') || true
+  status=$(sed -n 's/^grpc-status: *\([0-9]*\).*/\1/p' "$work/call.headers" | tail -1)
+  printf '%s %s\n' "${status:-none}" "$body"
+}
+
 # Sets bin, the folder of the Release live-patching-service and imds-standin a bench runs:
 # GIVEN when set (prebuilt: scripts/test.sh passes build/release/bin), else
 # BUILD_ROOT/release/bin, built there first unless BENCH_NO_BUILD=1. The caller's die() ends it
