@@ -1,28 +1,20 @@
-// hotfix-agent: the node side of AKS live patching. A thin main: flags in, workflow out.
+// hotfix-agent: the node side of AKS live patching. A thin main: flags in, one call per command
+// (src/node/agent_commands.h), whose answer is the exit status.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <chrono>
 #include <iostream>
-#include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "build_info.h"
 #include "common/duration.h"
-#include "common/file_util.h"
 #include "common/log.h"
-#include "node/check_hotfix.h"
-#include "node/command_runner.h"
+#include "node/agent_commands.h"
 #include "node/default_paths.h"
-#include "node/download_hotfix.h"
-#include "node/hotfix_report.h"
-#include "node/imds.h"
-#include "node/lps_fetcher.h"
-#include "node/provision_report.h"
 
 namespace {
 
@@ -38,14 +30,25 @@ void AddLogLevelFlag(CLI::App& cmd, std::string& level) {
   cmd.add_option("--log-level", level, "debug, info, warn or error")->capture_default_str();
 }
 
-// A duration flag within [least, most], or its usage error on stderr.
-std::optional<milliseconds> DurationFlag(const char* command, const std::string& flag,
+// A duration flag within [least, most], or nullopt and its usage error on stderr.
+std::optional<milliseconds> DurationFlag(const char* command, std::string_view flag,
                                          const std::string& text, milliseconds least,
                                          milliseconds most) {
-  auto d = hotfix::ParseDurationWithin(text, least, most);
+  auto d = hotfix::ParseDurationFlag(flag, text, least, most);
   if (d.ok()) return *d;
-  std::cerr << command << ": " << d.status().Annotate(flag).message() << "\n";
+  std::cerr << command << ": " << d.status().message() << "\n";
   return std::nullopt;
+}
+
+// A flag's old "-ms" name, when given, into the flag's text; false and the usage error on
+// stderr when both names were given.
+bool OldMillisecondsFlag(const char* command, const CLI::App& cmd, std::string_view flag,
+                         int old_value, std::string* text) {
+  const std::string old_flag = std::string(flag) + "-ms";
+  hotfix::Status st = hotfix::ApplyOldDurationFlag(flag, cmd.count(std::string(flag)) > 0, old_flag,
+                                                   old_value, "ms", text);
+  if (!st.ok()) std::cerr << command << ": " << st.message() << "\n";
+  return st.ok();
 }
 
 std::optional<hotfix::LogLevel> LogLevelFlag(const char* command, const std::string& text) {
@@ -55,27 +58,20 @@ std::optional<hotfix::LogLevel> LogLevelFlag(const char* command, const std::str
   return std::nullopt;
 }
 
-// A flag given under its name and its old "-ms" name: a usage error.
-int BothNames(const char* command, const std::string& flag) {
-  std::cerr << command << ": give " << flag << " or " << flag << "-ms, not both\n";
-  return 2;
-}
-
 struct CheckHotfixFlags {
-  std::string node_config = paths::kNodeConfig;
-  std::string nbc_cmd = paths::kNbcCmd;
-  std::string pointer = paths::kHotfixPointer;
-  std::string imds_url = hotfix::node::kDefaultImdsUrl;
-  // --connect-to, --server-name, --component, --lps-timeout-ms (defaults: the fetcher's).
-  hotfix::node::GrpcLpsFetcherOptions fetch;
-  std::string events_dir = paths::kEventsDir;
-  std::string log_file = paths::kLogFile;
-  std::string current_version = kVersion;
-  bool dry_run = false;
-  std::string lps_timeout = "3s";  // into fetch.timeout_ms
+  hotfix::node::CheckHotfixCommandOptions o = [] {
+    hotfix::node::CheckHotfixCommandOptions d;
+    d.check.pointer_path = paths::kHotfixPointer;
+    d.check.node_config_path = paths::kNodeConfig;
+    d.check.current_version = kVersion;
+    d.fetch.nbc_cmd_path = paths::kNbcCmd;
+    d.events_dir = paths::kEventsDir;
+    d.log_file = paths::kLogFile;
+    return d;
+  }();
+  std::string lps_timeout = "3s";  // into o.fetch.timeout_ms
   int old_lps_timeout_ms = -1;     // --lps-timeout-ms, the name before one duration style
   std::string log_level = "info";
-  hotfix::LogLevel min_level = hotfix::LogLevel::kInfo;  // from log_level
 };
 
 // How a command reaches the service, the same five flags wherever it calls it (check-hotfix's
@@ -106,126 +102,71 @@ void AddLpsRouteFlags(CLI::App& cmd, const LpsRouteFlagTargets& to, const std::s
 }
 
 void AddCheckHotfixFlags(CLI::App& cmd, CheckHotfixFlags& f) {
-  AddLpsRouteFlags(
-      cmd, {&f.node_config, &f.nbc_cmd, &f.imds_url, &f.fetch.connect_to, &f.fetch.server_name},
-      "");
-  cmd.add_option("--hotfix-pointer", f.pointer, "Pointer file staged for download-hotfix")
+  auto& o = f.o;
+  AddLpsRouteFlags(cmd,
+                   {&o.check.node_config_path, &o.fetch.nbc_cmd_path, &o.imds_url,
+                    &o.fetch.connect_to, &o.fetch.server_name},
+                   "");
+  cmd.add_option("--hotfix-pointer", o.check.pointer_path,
+                 "Pointer file staged for download-hotfix")
       ->capture_default_str();
-  cmd.add_option("--component", f.fetch.component, "Component whose config is requested")
+  cmd.add_option("--component", o.fetch.component, "Component whose config is requested")
       ->capture_default_str();
   cmd.add_option("--lps-timeout", f.lps_timeout,
                  "Budget for connect, TLS and the call (1ms to 10m); the call may wait up to 2 s "
                  "more for an IMDS retry")
       ->capture_default_str();
   cmd.add_option("--lps-timeout-ms", f.old_lps_timeout_ms)->check(CLI::Range(1, 600000))->group("");
-  cmd.add_option("--events-dir", f.events_dir, "Guest-agent events folder")->capture_default_str();
-  cmd.add_option("--log-file", f.log_file, "JSON log lines are appended here and to stderr")
+  cmd.add_option("--events-dir", o.events_dir, "Guest-agent events folder")->capture_default_str();
+  cmd.add_option("--log-file", o.log_file, "JSON log lines are appended here and to stderr")
       ->capture_default_str();
-  cmd.add_option("--current-version", f.current_version,
+  cmd.add_option("--current-version", o.check.current_version,
                  "This node's agent version (YYYYMM.DD.PATCH)")
       ->capture_default_str();
-  cmd.add_flag("--dry-run", f.dry_run,
+  cmd.add_flag("--dry-run", o.check.dry_run,
                "Report the outcome and the pointer it would write on stdout; write nothing");
   AddLogLevelFlag(cmd, f.log_level);
 }
 
-// Only the outcome on stdout, so that scripts can read a dry run.
-void PrintDryRun(const hotfix::node::CheckHotfixResult& result, const std::string& pointer_path) {
-  nlohmann::ordered_json out;
-  out["outcome"] = hotfix::node::OutcomeName(result.outcome);
-  out["error"] =
-      result.error.ok() ? nlohmann::json(nullptr) : nlohmann::json(result.error.message());
-  out["pointer_path"] = pointer_path;
-  out["would_write"] =
-      result.staged ? nlohmann::json::parse(hotfix::node::SerializeHotfixPointer(*result.staged))
-                    : nlohmann::json(nullptr);
-  std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
-}
-
-int RunCheckHotfix(const CheckHotfixFlags& f, const std::vector<std::string>& extras) {
-  hotfix::Logger log;
-  log.set_min_level(f.min_level);
-  if (!f.dry_run) {
-    hotfix::Status st = log.OpenFile(f.log_file);
-    // Fail-open: a node whose log folder is broken still gets its hotfix checked.
-    if (!st.ok()) log.Warn("could not open log file; logging to stderr only", {{"error", st}});
-  }
-  if (!extras.empty()) {
-    std::string joined;
-    for (const auto& a : extras) joined += (joined.empty() ? "" : " ") + a;
-    log.Warn("ignoring unexpected check-hotfix arguments", {{"args", joined}});
-  }
-  hotfix::node::ImdsTokenSource imds(f.imds_url, log);
-  hotfix::node::GrpcLpsFetcherOptions fetch = f.fetch;
-  fetch.node_config_path = f.node_config;
-  fetch.nbc_cmd_path = f.nbc_cmd;
-  fetch.user_agent = std::string("hotfix-agent/") + kVersion;
-  auto fetcher = hotfix::node::NewGrpcLpsFetcher(fetch, imds, log);
-
-  hotfix::node::CheckHotfixOptions options;
-  options.pointer_path = f.pointer;
-  options.node_config_path = f.node_config;
-  options.current_version = f.current_version;
-  options.dry_run = f.dry_run;
-  auto result = hotfix::node::RunCheckHotfixCommand(options, *fetcher, f.events_dir, log);
-  if (f.dry_run) PrintDryRun(result, f.pointer);
-  return 0;
+hotfix::node::ReportRoute DefaultReportRoute() {
+  hotfix::node::ReportRoute route;
+  route.lps.node_config_path = paths::kNodeConfig;
+  route.lps.nbc_cmd_path = paths::kNbcCmd;
+  return route;
 }
 
 // The route a report takes, check-hotfix's: download-hotfix's outcome report and `report`.
-struct ReportRouteFlags {
-  hotfix::node::LpsEndpoint lps = [] {
-    hotfix::node::LpsEndpoint e;
-    e.node_config_path = paths::kNodeConfig;
-    e.nbc_cmd_path = paths::kNbcCmd;
-    return e;
-  }();
-  std::string imds_url = hotfix::node::kDefaultImdsUrl;
-  std::string component = "aksNodeController";
-};
-
-void AddReportRouteFlags(CLI::App& cmd, ReportRouteFlags& f) {
+void AddReportRouteFlags(CLI::App& cmd, hotfix::node::ReportRoute& route) {
   AddLpsRouteFlags(cmd,
-                   {&f.lps.node_config_path, &f.lps.nbc_cmd_path, &f.imds_url, &f.lps.connect_to,
-                    &f.lps.server_name},
+                   {&route.lps.node_config_path, &route.lps.nbc_cmd_path, &route.imds_url,
+                    &route.lps.connect_to, &route.lps.server_name},
                    " (for the outcome report)");
-  cmd.add_option("--component", f.component, "Component whose hotfix outcome is reported")
+  cmd.add_option("--component", route.component, "Component whose hotfix outcome is reported")
       ->capture_default_str();
 }
 
-// IMDS and the report sender over it, which borrows it: built together, alive together.
-struct ReportRoute {
-  ReportRoute(const ReportRouteFlags& f, hotfix::Logger& log) : imds(f.imds_url, log) {
-    hotfix::node::LpsEndpoint lps = f.lps;
-    lps.user_agent = std::string("hotfix-agent/") + kVersion;
-    sender = hotfix::node::NewGrpcHotfixReportSender(lps, imds, log);
-  }
-  hotfix::node::ImdsTokenSource imds;
-  std::unique_ptr<hotfix::node::HotfixReportSender> sender;
-};
-
 struct DownloadHotfixFlags {
-  hotfix::node::DownloadHotfixOptions options;
-  std::string current_version = kVersion;
+  hotfix::node::DownloadHotfixCommandOptions o = [] {
+    hotfix::node::DownloadHotfixCommandOptions d;
+    d.download.current_version = kVersion;
+    d.events_dir = paths::kEventsDir;
+    d.log_file = paths::kLogFile;
+    d.route = DefaultReportRoute();
+    return d;
+  }();
   std::string retry_backoff = "3s";
   std::string command_timeout = "1m";
   int old_retry_backoff_ms = -1;  // the names before one duration style
   int old_command_timeout_ms = -1;
   std::string log_level = "info";
-  hotfix::LogLevel min_level = hotfix::LogLevel::kInfo;  // from log_level
-  std::string lock_file;                                 // default: next to the hotfix binary
-  std::string events_dir = paths::kEventsDir;
-  std::string log_file = paths::kLogFile;
-  bool dry_run = false;
-  ReportRouteFlags route;  // the outcome report reaches the service as check-hotfix does
   bool no_report = false;
 };
 
 void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
-  auto& o = f.options;
+  auto& o = f.o.download;
   cmd.add_option("--hotfix-pointer", o.pointer_path, "Pointer file staged by check-hotfix")
       ->capture_default_str();
-  cmd.add_option("--current-version", f.current_version,
+  cmd.add_option("--current-version", o.current_version,
                  "This node's agent version (YYYYMM.DD.PATCH)")
       ->capture_default_str();
   cmd.add_option("--os-release", o.os_release_path, "os-release file naming the distribution")
@@ -265,154 +206,121 @@ void AddDownloadHotfixFlags(CLI::App& cmd, DownloadHotfixFlags& f) {
   cmd.add_option("--command-timeout-ms", f.old_command_timeout_ms)
       ->check(CLI::Range(1, 3600000))
       ->group("");
-  cmd.add_option("--lock-file", f.lock_file,
+  cmd.add_option("--lock-file", f.o.lock_file,
                  "Lock held for the whole run (default: .aks-node-controller-download-hotfix.lock "
                  "next to the hotfix binary)");
-  cmd.add_option("--events-dir", f.events_dir, "Guest-agent events folder")->capture_default_str();
-  cmd.add_option("--log-file", f.log_file, "JSON log lines are appended here and to stderr")
+  cmd.add_option("--events-dir", f.o.events_dir, "Guest-agent events folder")
       ->capture_default_str();
-  cmd.add_flag("--dry-run", f.dry_run,
+  cmd.add_option("--log-file", f.o.log_file, "JSON log lines are appended here and to stderr")
+      ->capture_default_str();
+  cmd.add_flag("--dry-run", o.dry_run,
                "Print the decision and the commands it would run on stdout; run and write nothing");
   AddLogLevelFlag(cmd, f.log_level);
-  AddReportRouteFlags(cmd, f.route);
+  AddReportRouteFlags(cmd, f.o.route);
   cmd.add_flag("--no-report", f.no_report,
                "Do not report the binary hotfix's outcome to the live-patching service");
 }
 
-void PrintDownloadDryRun(const hotfix::node::DownloadHotfixResult& r,
-                         const hotfix::node::DownloadHotfixOptions& o) {
-  using hotfix::node::BinaryOutcome;
-  nlohmann::ordered_json out;
-  out["pointer_path"] = o.pointer_path;
-  out["current_version"] = o.current_version;
-  out["error"] = r.error.ok() ? nlohmann::json(nullptr) : nlohmann::json(r.error.message());
-  nlohmann::ordered_json scripts;
-  // A dry run did nothing: say "would" where a real run would have acted.
-  scripts["outcome"] = r.scripts == hotfix::node::ScriptsOutcome::kApplied
-                           ? "wouldApply"
-                           : hotfix::node::ScriptsOutcomeName(r.scripts);
-  scripts["version"] = r.scripts_target;
-  scripts["reason"] = r.scripts_reason;
-  scripts["node_custom_data"] = o.node_custom_data;
-  scripts["would_write"] = r.files;
-  if (!r.scripts_error.ok()) scripts["error"] = r.scripts_error.message();
-  out["scripts"] = scripts;
-  nlohmann::ordered_json binary;
-  binary["outcome"] = r.binary == BinaryOutcome::kInstalled
-                          ? "wouldInstall"
-                          : hotfix::node::BinaryOutcomeName(r.binary);
-  binary["targeted"] = r.binary == BinaryOutcome::kInstalled;
-  binary["version"] = r.binary_target;
-  binary["reason"] = r.binary_reason;
-  // The fast path's downloads are what a dry run must not do: it says it would try them first.
-  binary["repository_fast_path"] = o.repository_fast_path ? "tried first; on an integrity "
-                                                            "failure nothing below runs"
-                                                          : "off";
-  binary["package_manager"] = r.package_manager;
-  binary["would_run"] = r.commands;
-  if (!r.staged_to.empty()) {
-    binary["would_stage"] = {
-        {"from", r.staged_from}, {"to", r.staged_to}, {"mode_of", o.vhd_binary}};
-  }
-  out["binary"] = binary;
-  std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
-}
-
-std::atomic<bool> g_cancelled{false};
-extern "C" void OnTerminate(int) { g_cancelled.store(true); }
-
-int RunDownloadHotfix(DownloadHotfixFlags& f) {
-  hotfix::Logger log;
-  log.set_min_level(f.min_level);
-  if (!f.dry_run) {
-    hotfix::Status st = log.OpenFile(f.log_file);
-    if (!st.ok()) log.Warn("could not open log file; logging to stderr only", {{"error", st}});
-  }
-  // SIGTERM or SIGINT kills the running command and stops the retries (Go's context cancel);
-  // no SA_RESTART, so that waits wake up.
-  struct sigaction sa {};
-  sa.sa_handler = OnTerminate;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-
-  auto& o = f.options;
-  o.current_version = f.current_version;
-  o.dry_run = f.dry_run;
-  o.cancelled = &g_cancelled;
-  o.user_agent = std::string("hotfix-agent/") + kVersion;
-  const std::string lock = !f.lock_file.empty() ? f.lock_file
-                                                : hotfix::DirName(o.hotfix_binary) +
-                                                      "/.aks-node-controller-download-hotfix.lock";
-  auto runner = hotfix::node::NewProcessRunner();
-
-  // Fail-open and bounded (3 s, IMDS included): the report never changes the result.
-  ReportRoute route(f.route, log);
-  hotfix::node::ReportHotfixOptions report;
-  report.marker_path = hotfix::node::HotfixReportMarkerPath(o.pointer_path);
-  report.component = f.route.component;
-  report.enabled = !f.no_report;
-  report.cancelled = &g_cancelled;
-  auto reporter = [&](const hotfix::node::DownloadHotfixResult& r) {
-    hotfix::node::ReportHotfixOutcome(r, o.current_version, report, *route.sender, log);
-  };
-  auto result =
-      hotfix::node::RunDownloadHotfixCommand(o, *runner, lock, f.events_dir, log, reporter);
-  if (f.dry_run) PrintDownloadDryRun(result, o);
-  return result.exit_code;
-}
-
 struct ReportFlags {
-  std::string outcome;  // succeeded | failed
-  std::string detail;
-  std::string pointer = paths::kHotfixPointer;
-  std::string current_version = kVersion;
-  std::string hotfix_binary = paths::kHotfixBinary;
-  std::string log_file = paths::kLogFile;
+  hotfix::node::ReportCommandOptions o = [] {
+    hotfix::node::ReportCommandOptions d;
+    d.pointer_path = paths::kHotfixPointer;
+    d.current_version = kVersion;
+    d.hotfix_binary = paths::kHotfixBinary;
+    d.log_file = paths::kLogFile;
+    d.route = DefaultReportRoute();
+    return d;
+  }();
   std::string log_level = "info";
-  hotfix::LogLevel min_level = hotfix::LogLevel::kInfo;
-  ReportRouteFlags route;
 };
 
 void AddReportFlags(CLI::App& cmd, ReportFlags& f) {
-  cmd.add_option("--outcome", f.outcome,
+  auto& o = f.o;
+  cmd.add_option("--outcome", o.outcome,
                  "How provisioning with the hotfix binary ended: succeeded or failed")
       ->required()
       ->check(CLI::IsMember({"succeeded", "failed"}));
-  cmd.add_option("--detail", f.detail, "Why it failed (at most 256 bytes are sent)");
-  cmd.add_option("--hotfix-pointer", f.pointer, "Pointer file staged by check-hotfix")
+  cmd.add_option("--detail", o.detail, "Why it failed (at most 256 bytes are sent)");
+  cmd.add_option("--hotfix-pointer", o.pointer_path, "Pointer file staged by check-hotfix")
       ->capture_default_str();
-  cmd.add_option("--current-version", f.current_version,
+  cmd.add_option("--current-version", o.current_version,
                  "This node's agent version (YYYYMM.DD.PATCH)")
       ->capture_default_str();
-  cmd.add_option("--hotfix-binary", f.hotfix_binary,
+  cmd.add_option("--hotfix-binary", o.hotfix_binary,
                  "The staged hotfix binary: nothing is reported unless it is executable (the "
                  "node then provisioned with it)")
       ->capture_default_str();
-  cmd.add_option("--log-file", f.log_file, "JSON log lines are appended here and to stderr")
+  cmd.add_option("--log-file", o.log_file, "JSON log lines are appended here and to stderr")
       ->capture_default_str();
   AddLogLevelFlag(cmd, f.log_level);
-  AddReportRouteFlags(cmd, f.route);
+  AddReportRouteFlags(cmd, o.route);
 }
 
-// Fail-open: 0 whatever happens to the report (its log line says), 2 only for a usage error.
-int RunReport(const ReportFlags& f) {
-  hotfix::Logger log;
-  log.set_min_level(f.min_level);
-  hotfix::Status st = log.OpenFile(f.log_file);
-  if (!st.ok()) log.Warn("could not open log file; logging to stderr only", {{"error", st}});
-  ReportRoute route(f.route, log);
-  hotfix::node::ReportHotfixOptions options;
-  options.marker_path = hotfix::node::ProvisionReportMarkerPath(f.pointer);
-  options.component = f.route.component;
-  hotfix::node::ProvisionReportInput input;
-  input.pointer_path = f.pointer;
-  input.current_version = f.current_version;
-  input.hotfix_binary = f.hotfix_binary;
-  input.succeeded = f.outcome == "succeeded";
-  input.detail = f.detail;
-  hotfix::node::RunReportCommand(input, options, *route.sender, log);
-  return 0;
+// The first positional argument that looks like a flag: an unknown flag, a usage error.
+bool UnknownFlag(const char* command, const std::vector<std::string>& extras) {
+  for (const auto& a : extras) {
+    if (!a.empty() && a[0] == '-') {
+      std::cerr << command << ": unknown flag " << a << " (see --help)\n";
+      return true;
+    }
+  }
+  return false;
+}
+
+int CheckHotfixCommand(CLI::App& cmd, CheckHotfixFlags& f) {
+  f.o.ignored_args = cmd.remaining();
+  if (UnknownFlag("check-hotfix", f.o.ignored_args)) return hotfix::node::kExitUsage;
+  if (!OldMillisecondsFlag("check-hotfix", cmd, "--lps-timeout", f.old_lps_timeout_ms,
+                           &f.lps_timeout)) {
+    return hotfix::node::kExitUsage;
+  }
+  auto timeout = DurationFlag("check-hotfix", "--lps-timeout", f.lps_timeout, milliseconds(1),
+                              std::chrono::minutes(10));
+  auto level = LogLevelFlag("check-hotfix", f.log_level);
+  if (!timeout || !level) return hotfix::node::kExitUsage;
+  f.o.fetch.timeout_ms = static_cast<int>(timeout->count());
+  f.o.min_level = *level;
+  f.o.user_agent = std::string("hotfix-agent/") + kVersion;
+  return hotfix::node::CheckHotfixMain(f.o, std::cout);
+}
+
+int DownloadHotfixCommand(CLI::App& cmd, DownloadHotfixFlags& f) {
+  const std::vector<std::string> extras = cmd.remaining();
+  if (UnknownFlag("download-hotfix", extras)) return hotfix::node::kExitUsage;
+  if (!extras.empty()) {
+    // Exit 1, not 2: the reference's answer to this one usage error, which the node's
+    // scripts see (docs/DOWNLOAD-HOTFIX.md, "Command line").
+    std::string joined;
+    for (const auto& a : extras) joined.append(joined.empty() ? "" : " ").append(a);
+    std::cerr << "unexpected download-hotfix arguments: " << joined << "\n";
+    return hotfix::node::kExitFailed;
+  }
+  if (!OldMillisecondsFlag("download-hotfix", cmd, "--retry-backoff", f.old_retry_backoff_ms,
+                           &f.retry_backoff) ||
+      !OldMillisecondsFlag("download-hotfix", cmd, "--command-timeout", f.old_command_timeout_ms,
+                           &f.command_timeout)) {
+    return hotfix::node::kExitUsage;
+  }
+  auto backoff = DurationFlag("download-hotfix", "--retry-backoff", f.retry_backoff,
+                              milliseconds(0), std::chrono::minutes(10));
+  auto timeout = DurationFlag("download-hotfix", "--command-timeout", f.command_timeout,
+                              milliseconds(1), std::chrono::hours(1));
+  auto level = LogLevelFlag("download-hotfix", f.log_level);
+  if (!backoff || !timeout || !level) return hotfix::node::kExitUsage;
+  f.o.download.retry_backoff = *backoff;
+  f.o.download.command_timeout = *timeout;
+  f.o.min_level = *level;
+  f.o.report = !f.no_report;
+  f.o.user_agent = std::string("hotfix-agent/") + kVersion;
+  return hotfix::node::DownloadHotfixMain(f.o, std::cout, std::cerr);
+}
+
+int ReportCommand(ReportFlags& f) {
+  auto level = LogLevelFlag("report", f.log_level);
+  if (!level) return hotfix::node::kExitUsage;
+  f.o.min_level = *level;
+  f.o.user_agent = std::string("hotfix-agent/") + kVersion;
+  return hotfix::node::ReportMain(f.o);
 }
 
 }  // namespace
@@ -456,86 +364,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2, as the service's do.
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? hotfix::node::kExitOk : hotfix::node::kExitUsage;
   }
-
-  if (check_cmd->parsed()) {
-    std::vector<std::string> extras = check_cmd->remaining();
-    for (const auto& a : extras) {
-      if (!a.empty() && a[0] == '-') {
-        std::cerr << "check-hotfix: unknown flag " << a << " (see --help)\n";
-        return 2;
-      }
-    }
-    if (check.old_lps_timeout_ms >= 0) {
-      if (check_cmd->count("--lps-timeout") > 0) return BothNames("check-hotfix", "--lps-timeout");
-      check.lps_timeout = std::to_string(check.old_lps_timeout_ms) + "ms";
-    }
-    auto timeout = DurationFlag("check-hotfix", "--lps-timeout", check.lps_timeout, milliseconds(1),
-                                std::chrono::minutes(10));
-    auto level = LogLevelFlag("check-hotfix", check.log_level);
-    if (!timeout || !level) return 2;
-    check.fetch.timeout_ms = static_cast<int>(timeout->count());
-    check.min_level = *level;
-    try {
-      return RunCheckHotfix(check, extras);
-    } catch (...) {
-      return 0;  // Fail-open even if setting up the run threw.
-    }
-  }
-  if (download_cmd->parsed()) {
-    std::vector<std::string> extras = download_cmd->remaining();
-    std::string joined;
-    for (const auto& a : extras) {
-      if (!a.empty() && a[0] == '-') {
-        std::cerr << "download-hotfix: unknown flag " << a << " (see --help)\n";
-        return 2;
-      }
-      joined += (joined.empty() ? "" : " ") + a;
-    }
-    if (!extras.empty()) {
-      // Exit 1, not 2: the reference's answer to this one usage error, which the node's
-      // scripts see (docs/DOWNLOAD-HOTFIX.md, "Command line").
-      std::cerr << "unexpected download-hotfix arguments: " << joined << "\n";
-      return 1;
-    }
-    if (download.old_retry_backoff_ms >= 0) {
-      if (download_cmd->count("--retry-backoff") > 0) {
-        return BothNames("download-hotfix", "--retry-backoff");
-      }
-      download.retry_backoff = std::to_string(download.old_retry_backoff_ms) + "ms";
-    }
-    if (download.old_command_timeout_ms >= 0) {
-      if (download_cmd->count("--command-timeout") > 0) {
-        return BothNames("download-hotfix", "--command-timeout");
-      }
-      download.command_timeout = std::to_string(download.old_command_timeout_ms) + "ms";
-    }
-    auto backoff = DurationFlag("download-hotfix", "--retry-backoff", download.retry_backoff,
-                                milliseconds(0), std::chrono::minutes(10));
-    auto timeout = DurationFlag("download-hotfix", "--command-timeout", download.command_timeout,
-                                milliseconds(1), std::chrono::hours(1));
-    auto level = LogLevelFlag("download-hotfix", download.log_level);
-    if (!backoff || !timeout || !level) return 2;
-    download.options.retry_backoff = *backoff;
-    download.options.command_timeout = *timeout;
-    download.min_level = *level;
-    try {
-      return RunDownloadHotfix(download);
-    } catch (const std::exception& e) {
-      std::cerr << "download-hotfix: " << e.what() << "\n";
-      return 1;
-    }
-  }
-  if (report_cmd->parsed()) {
-    auto level = LogLevelFlag("report", report.log_level);
-    if (!level) return 2;
-    report.min_level = *level;
-    try {
-      return RunReport(report);
-    } catch (...) {
-      return 0;  // fail-open
-    }
-  }
-  return 0;
+  if (check_cmd->parsed()) return CheckHotfixCommand(*check_cmd, check);
+  if (download_cmd->parsed()) return DownloadHotfixCommand(*download_cmd, download);
+  if (report_cmd->parsed()) return ReportCommand(report);
+  return hotfix::node::kExitOk;
 }

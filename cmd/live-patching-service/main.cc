@@ -1,11 +1,9 @@
 // live-patching-service: the gRPC service nodes reach through the kube-api-proxy's ALPN route. A
 // thin main: flags in, Server out, signals to it. See docs/SERVICE.md.
 //
-// `live-patching-service validate | plan | simulate ...` are the operator's tools for staged
-// rollouts (docs/ROLLOUTS.md): they read a component folder and never serve. Their logic is in
-// src/service/control/ (validate.h, plan.h, fleet.h, simulate.h, rollout_edit.h); here their flags,
-// the choice of inputs they name (simulate's fleet from --nodes or --random), and their printing.
-#include <pwd.h>
+// `live-patching-service validate | plan | simulate | rollout` are the operator's tools for
+// staged rollouts (docs/ROLLOUTS.md): here only their flags; each is one call into
+// src/service/control/operator_tools.h.
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,10 +21,8 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "service/control/fleet.h"
-#include "service/control/plan.h"
-#include "service/control/rollout_edit.h"
+#include "service/control/operator_tools.h"
 #include "service/control/simulate.h"
-#include "service/control/validate.h"
 #include "service/identity/rate_limiter.h"
 #include "service/rollout/rollout.h"
 #include "service/server.h"
@@ -39,42 +35,17 @@ namespace {
 namespace svc = hotfix::service;
 using std::chrono::milliseconds;
 
-// ---- the operator's tools -------------------------------------------------------------------
-constexpr int kToolOk = 0;
-constexpr int kToolFailed = 1;
-constexpr int kToolUsage = 2;
-
-constexpr char kExitCodes[] =
-    "Exit status: 0 ok, 1 the check failed (a refused file, or a file the tool needs cannot be "
-    "loaded), 2 usage error.";
-
-int ToolError(std::string_view tool, const std::string& message, int code) {
-  std::cerr << "live-patching-service " << tool << ": " << message << "\n";
-  return code;
-}
+// ---- the operator's tools: their flags, then service/control/operator_tools.h --------------
 
 // Parses a tool's flags (argv[0] is the tool's name); nullopt when parsing succeeded, else
-// the exit code (0 for --help).
+// the exit status (0 for --help).
 std::optional<int> ParseTool(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kToolOk : kToolUsage;
+    return app.exit(e) == 0 ? svc::kToolOk : svc::kToolUsage;
   }
   return std::nullopt;
-}
-
-// A usage error unless --component names a valid component.
-std::optional<int> BadComponent(std::string_view tool, const std::string& component) {
-  if (svc::IsValidComponentName(component)) return std::nullopt;
-  return ToolError(tool, "--component \"" + component + "\" is not a valid component name",
-                   kToolUsage);
-}
-
-// --at: an RFC 3339 time, or now when empty.
-hotfix::StatusOr<svc::RolloutTime> AtFlag(const std::string& text) {
-  if (!text.empty()) return svc::ParseRolloutTime(text);
-  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
 }
 
 int RunValidate(int argc, char** argv) {
@@ -83,15 +54,12 @@ int RunValidate(int argc, char** argv) {
       "line per refused file (file, rollout, field and why), then \"N files ok, M refused\". "
       "Never serves. What a config repository's CI runs.",
       "live-patching-service validate"};
-  app.footer(kExitCodes);
-  std::string dir;
-  app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
+  app.footer(svc::kToolExitCodes);
+  svc::ValidateToolOptions o;
+  app.add_option("--components-dir", o.components_dir, "folder of <component>.json files")
+      ->required();
   if (auto code = ParseTool(app, argc, argv)) return *code;
-  auto report = svc::ValidateFolder(dir);
-  if (!report.ok()) return ToolError("validate", report.status().message(), kToolFailed);
-  for (const std::string& problem : report->problems) std::cout << problem << "\n";
-  std::cout << report->Summary() << "\n";
-  return report->passed() ? kToolOk : kToolFailed;
+  return svc::RunValidateTool(o, std::cout, std::cerr);
 }
 
 int RunPlan(int argc, char** argv) {
@@ -102,30 +70,19 @@ int RunPlan(int argc, char** argv) {
       "state and enters_at (the first step time at which this node is in; null if never under "
       "the file as it stands). Never serves.",
       "live-patching-service plan"};
-  app.footer(kExitCodes);
-  std::string dir, component, vm_id, subscription, cluster, at_text;
-  app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
-  app.add_option("--component", component, "the component, e.g. aksNodeController")->required();
-  app.add_option("--vm-id", vm_id, "the node's vmId (\"\" for a node without one)")->required();
-  app.add_option("--subscription", subscription, "the node's subscriptionId")->required();
-  app.add_option("--cluster", cluster,
+  app.footer(svc::kToolExitCodes);
+  svc::PlanToolOptions o;
+  app.add_option("--components-dir", o.components_dir, "folder of <component>.json files")
+      ->required();
+  app.add_option("--component", o.component, "the component, e.g. aksNodeController")->required();
+  app.add_option("--vm-id", o.vm_id, "the node's vmId (\"\" for a node without one)")->required();
+  app.add_option("--subscription", o.subscription, "the node's subscriptionId")->required();
+  app.add_option("--cluster", o.cluster,
                  "the apiserver host the node dials (:authority; a :port is removed)")
       ->required();
-  app.add_option("--at", at_text, "RFC 3339 UTC time, e.g. 2026-12-04T06:00:00Z (default: now)");
+  app.add_option("--at", o.at, "RFC 3339 UTC time, e.g. 2026-12-04T06:00:00Z (default: now)");
   if (auto code = ParseTool(app, argc, argv)) return *code;
-  if (auto code = BadComponent("plan", component)) return *code;
-  auto at = AtFlag(at_text);
-  if (!at.ok()) return ToolError("plan", "--at " + at.status().message(), kToolUsage);
-  const svc::RolloutNode node = svc::MakeRolloutNode(vm_id, subscription, cluster);
-  if (node.cluster.empty()) {
-    return ToolError("plan", "--cluster \"" + cluster + "\" has no host", kToolUsage);
-  }
-  auto config = svc::LoadComponentFromFolder(dir, component);
-  if (!config.ok()) return ToolError("plan", config.status().message(), kToolFailed);
-  auto plan = svc::PlanJson(**config, component, node, *at);
-  if (!plan.ok()) return ToolError("plan", plan.status().message(), kToolFailed);
-  std::cout << *plan << "\n";
-  return kToolOk;
+  return svc::RunPlanTool(o, std::cout, std::cerr);
 }
 
 int RunSimulate(int argc, char** argv) {
@@ -150,121 +107,41 @@ int RunSimulate(int argc, char** argv) {
       "A node file has lines vmId,subscriptionId,clusterHost (# comments and blank lines "
       "ignored; repeated nodes counted once). Limits: " +
       std::to_string(svc::kMaxFleetNodes) + " nodes, " + std::to_string(svc::kMaxSimulateTimes) +
-      " times.\n" + kExitCodes);
-  std::string dir, component, nodes_file, from_text, to_text, every_text, against;
+      " times.\n" + svc::kToolExitCodes);
+  svc::SimulateToolOptions o;
   uint64_t random_count = 0;
-  uint64_t seed = 1;
-  std::vector<std::string> subscriptions, clusters;
-  app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
-  app.add_option("--component", component, "the component, e.g. aksNodeController")->required();
-  auto* nodes = app.add_option("--nodes", nodes_file,
+  app.add_option("--components-dir", o.components_dir, "folder of <component>.json files")
+      ->required();
+  app.add_option("--component", o.component, "the component, e.g. aksNodeController")->required();
+  auto* nodes = app.add_option("--nodes", o.nodes_file,
                                "FILE of vmId,subscriptionId,clusterHost lines (the access log "
                                "can produce it)");
   auto* random =
       app.add_option("--random", random_count, "N random nodes (GUID vmIds) instead of --nodes")
           ->check(CLI::Range(uint64_t{1}, uint64_t{svc::kMaxFleetNodes}));
-  app.add_option("--seed", seed, "seed of --random: the same seed gives the same fleet")
+  app.add_option("--seed", o.seed, "seed of --random: the same seed gives the same fleet")
       ->capture_default_str()
       ->needs(random);
-  app.add_option("--subscriptions", subscriptions,
+  app.add_option("--subscriptions", o.subscriptions,
                  "comma-separated subscriptions --random nodes are drawn from (default: 5 "
                  "made-up ones, which match no subscriptions list)")
       ->delimiter(',')
       ->needs(random);
-  app.add_option("--clusters", clusters,
+  app.add_option("--clusters", o.clusters,
                  "comma-separated apiserver hosts --random nodes are drawn from (default: 8 "
                  "made-up *.hcp.<region>.azmk8s.io hosts in eastus, westeurope, southeastasia, "
                  "westus2)")
       ->delimiter(',')
       ->needs(random);
   nodes->excludes(random);  // both ways: CLI11 records the exclusion on each option
-  app.add_option("--from", from_text, "RFC 3339 UTC time of the first row")->required();
-  app.add_option("--to", to_text, "RFC 3339 UTC time of the last row (included)")->required();
-  app.add_option("--every", every_text, "step between rows: 90s, 30m, 6h, 1d, 1h30m")->required();
-  app.add_option("--against", against,
+  app.add_option("--from", o.from, "RFC 3339 UTC time of the first row")->required();
+  app.add_option("--to", o.to, "RFC 3339 UTC time of the last row (included)")->required();
+  app.add_option("--every", o.every, "step between rows: 90s, 30m, 6h, 1d, 1h30m")->required();
+  app.add_option("--against", o.against,
                  "a second folder (the change about to ship): list the nodes whose answer differs");
   if (auto code = ParseTool(app, argc, argv)) return *code;
-  constexpr std::string_view kTool = "simulate";
-  if (nodes->count() == 0 && random->count() == 0) {
-    return ToolError(kTool, "one of --nodes FILE or --random N is required", kToolUsage);
-  }
-  if (auto code = BadComponent(kTool, component)) return *code;
-  auto from = svc::ParseRolloutTime(from_text);
-  if (!from.ok()) return ToolError(kTool, "--from " + from.status().message(), kToolUsage);
-  auto to = svc::ParseRolloutTime(to_text);
-  if (!to.ok()) return ToolError(kTool, "--to " + to.status().message(), kToolUsage);
-  auto every = svc::ParseRolloutDuration(every_text);
-  if (!every.ok()) return ToolError(kTool, "--every: " + every.status().message(), kToolUsage);
-  auto times = svc::SimulationTimes(*from, *to, *every);
-  if (!times.ok()) return ToolError(kTool, times.status().message(), kToolUsage);
-
-  auto config = svc::LoadComponentFromFolder(dir, component);
-  if (!config.ok()) return ToolError(kTool, config.status().message(), kToolFailed);
-  std::shared_ptr<const svc::ComponentConfig> against_config;
-  if (!against.empty()) {
-    auto loaded = svc::LoadComponentFromFolder(against, component);
-    if (!loaded.ok()) {
-      return ToolError(kTool, "--against: " + loaded.status().message(), kToolFailed);
-    }
-    against_config = *loaded;
-  }
-
-  std::vector<svc::RolloutNode> fleet;
-  size_t duplicates = 0;
-  if (!nodes_file.empty()) {
-    auto list = svc::ReadNodeFile(nodes_file);
-    if (!list.ok()) {
-      const bool usage = list.status().code() == hotfix::Status::Code::kInvalidArgument;
-      return ToolError(kTool, (usage ? nodes_file + ": " : "") + list.status().message(),
-                       usage ? kToolUsage : kToolFailed);
-    }
-    fleet = std::move(list->nodes);
-    duplicates = list->duplicates;
-    if (fleet.empty()) return ToolError(kTool, nodes_file + ": no nodes", kToolUsage);
-  } else {
-    svc::RandomFleetOptions options;
-    options.count = random_count;
-    options.seed = seed;
-    options.subscriptions = subscriptions;
-    options.clusters = clusters;
-    auto random_fleet = svc::RandomFleet(options);
-    if (!random_fleet.ok()) return ToolError(kTool, random_fleet.status().message(), kToolUsage);
-    fleet = std::move(random_fleet).value();
-  }
-
-  auto table = svc::Simulate(**config, fleet, *times);
-  if (!table.ok()) return ToolError(kTool, table.status().message(), kToolUsage);
-  std::string out = svc::FormatSimulateTable(*table);
-  if (against_config) {
-    auto diff = svc::SimulateAgainst(**config, *against_config, fleet, *times);
-    if (!diff.ok()) return ToolError(kTool, diff.status().message(), kToolUsage);
-    out += "\n" + svc::FormatDiffRows(*diff);
-  }
-  std::cout << out;
-  std::cerr << svc::AutoHaltNote(**config);
-  std::cerr << "simulated " << fleet.size() << " nodes";
-  if (duplicates > 0) std::cerr << " (" << duplicates << " repeated lines counted once)";
-  std::cerr << " at " << times->size() << (times->size() == 1 ? " time" : " times") << "\n";
-  return kToolOk;
-}
-
-// The notes' default `by`: the login and the host ("alice@laptop"; "uid 65532@lps-7f9c" in the
-// image, whose user has no name).
-std::string WhoEdits() {
-  std::string user;
-  for (const char* var : {"USER", "LOGNAME"}) {
-    if (const char* v = getenv(var); v != nullptr && *v != '\0') {
-      user = v;
-      break;
-    }
-  }
-  if (user.empty()) {
-    const passwd* pw = getpwuid(getuid());
-    user = pw != nullptr ? pw->pw_name : "uid " + std::to_string(getuid());
-  }
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  return user + (host[0] != '\0' ? std::string("@") + host : std::string());
+  if (random->count() > 0) o.random_count = random_count;
+  return svc::RunSimulateTool(o, std::cout, std::cerr);
 }
 
 int RunRollout(int argc, char** argv) {
@@ -279,56 +156,21 @@ int RunRollout(int argc, char** argv) {
       "service would refuse. Never serves. Then apply the overlay (docs/OPERATIONS.md, \"Halt a "
       "rollout\").",
       "live-patching-service rollout"};
-  app.footer(kExitCodes);
-  std::string action, name, dir, component = "aksNodeController", at_text, reason, by;
-  bool dry_run = false;
-  app.add_option("action", action, "halt, hold or resume")
+  app.footer(svc::kToolExitCodes);
+  svc::RolloutToolOptions o;
+  app.add_option("action", o.action, "halt, hold or resume")
       ->required()
       ->check(CLI::IsMember({"halt", "hold", "resume"}));
-  app.add_option("name", name, "the rollout's name")->required();
-  app.add_option("--components-dir", dir, "folder of <component>.json files")->required();
-  app.add_option("--component", component, "the component")->capture_default_str();
-  app.add_option("--at", at_text, "RFC 3339 UTC time for hold and resume (default: now)");
-  app.add_option("--reason", reason, "why, into the note (required for halt)");
-  app.add_option("--by", by, "who, into the note (default: USER@host)");
-  app.add_flag("--dry-run", dry_run, "print what would change; write nothing");
+  app.add_option("name", o.rollout, "the rollout's name")->required();
+  app.add_option("--components-dir", o.components_dir, "folder of <component>.json files")
+      ->required();
+  app.add_option("--component", o.component, "the component")->capture_default_str();
+  app.add_option("--at", o.at, "RFC 3339 UTC time for hold and resume (default: now)");
+  app.add_option("--reason", o.reason, "why, into the note (required for halt)");
+  app.add_option("--by", o.by, "who, into the note (default: USER@host)");
+  app.add_flag("--dry-run", o.dry_run, "print what would change; write nothing");
   if (auto code = ParseTool(app, argc, argv)) return *code;
-  if (auto code = BadComponent("rollout", component)) return *code;
-  if (action == "halt" && reason.empty()) {
-    return ToolError("rollout", "halt needs --reason TEXT: it is written into the file",
-                     kToolUsage);
-  }
-  svc::RolloutEdit edit;
-  edit.kind = action == "halt"   ? svc::RolloutEditKind::kHalt
-              : action == "hold" ? svc::RolloutEditKind::kHold
-                                 : svc::RolloutEditKind::kResume;
-  edit.rollout = name;
-  auto at = AtFlag(at_text);
-  if (!at.ok()) return ToolError("rollout", "--at " + at.status().message(), kToolUsage);
-  edit.at = *at;
-  edit.by = by.empty() ? WhoEdits() : by;
-  edit.reason = reason;
-  const std::string path = dir + "/" + component + ".json";
-  auto text = hotfix::ReadFileToString(path, size_t{1} << 20);  // the store's own cap
-  if (!text.ok()) return ToolError("rollout", text.status().message(), kToolFailed);
-  auto edited = svc::EditRollout(component, *text, edit);
-  if (!edited.ok()) {
-    return ToolError("rollout", path + ": " + edited.status().message(), kToolFailed);
-  }
-  if (*edited == *text) {
-    std::cout << svc::DescribeRolloutEdit(*text, *text, edit) << path << ": rollout \"" << name
-              << "\" is already so; nothing to change\n";
-    return kToolOk;
-  }
-  std::cout << svc::DescribeRolloutEdit(*text, *edited, edit) << svc::ChangedLines(*text, *edited);
-  if (dry_run) return kToolOk;
-  hotfix::AtomicWriteOptions write;
-  write.mode = hotfix::ExistingMode(path).value_or(0644);
-  if (hotfix::Status st = hotfix::WriteFileAtomically(path, *edited, write); !st.ok()) {
-    return ToolError("rollout", st.message(), kToolFailed);
-  }
-  std::cout << path << ": written\n";
-  return kToolOk;
+  return svc::RunRolloutTool(o, std::cout, std::cerr);
 }
 
 // The tool argv[1] names, or nullptr: the serving command line.
@@ -507,54 +349,47 @@ void AddFlags(CLI::App& app, Flags& f) {
 }
 
 // A duration flag within [least, most].
-hotfix::StatusOr<milliseconds> DurationFlag(const std::string& flag, const std::string& text,
-                                            milliseconds least, milliseconds most) {
-  auto d = hotfix::ParseDurationWithin(text, least, most);
-  if (!d.ok()) return d.status().Annotate(flag);
-  return d;
-}
-
-// The duration and size flags into the config; the old whole-number names win when given.
+// The duration and size flags into the config; the old whole-number names when given.
 hotfix::Status ApplyDurationsAndSizes(const CLI::App& app, Flags& f) {
+  using hotfix::ParseDurationFlag;
   using std::chrono::hours;
   using std::chrono::minutes;
   using std::chrono::seconds;
   auto& c = f.config;
-  const std::pair<int, std::pair<const char*, const char*>> renamed[] = {
-      {f.old_tls_refresh_s, {"--tls-refresh-seconds", "--refresh-interval"}},
-      {f.old_shutdown_grace_s, {"--shutdown-grace-seconds", "--shutdown-grace"}},
-      {f.old_testing_response_delay_ms,
-       {"--testing-response-delay-ms", "--testing-response-delay"}},
-  };
-  for (const auto& [old_value, names] : renamed) {
-    if (old_value >= 0 && app.count(names.second) > 0) {
-      return hotfix::Status::InvalidArgument(std::string("give ") + names.second + " or " +
-                                             names.first + ", not both");
-    }
+  for (hotfix::Status st : {
+           hotfix::ApplyOldDurationFlag("--refresh-interval", app.count("--refresh-interval") > 0,
+                                        "--tls-refresh-seconds", f.old_tls_refresh_s, "s",
+                                        &f.refresh_interval),
+           hotfix::ApplyOldDurationFlag("--shutdown-grace", app.count("--shutdown-grace") > 0,
+                                        "--shutdown-grace-seconds", f.old_shutdown_grace_s, "s",
+                                        &f.shutdown_grace),
+           hotfix::ApplyOldDurationFlag(
+               "--testing-response-delay", app.count("--testing-response-delay") > 0,
+               "--testing-response-delay-ms", f.old_testing_response_delay_ms, "ms",
+               &f.testing_response_delay),
+       }) {
+    if (!st.ok()) return st;
   }
-  if (f.old_tls_refresh_s >= 0) f.refresh_interval = std::to_string(f.old_tls_refresh_s) + "s";
-  if (f.old_shutdown_grace_s >= 0) f.shutdown_grace = std::to_string(f.old_shutdown_grace_s) + "s";
-  if (f.old_testing_response_delay_ms >= 0) {
-    f.testing_response_delay = std::to_string(f.old_testing_response_delay_ms) + "ms";
-  }
-  auto refresh = DurationFlag("--refresh-interval", f.refresh_interval, seconds(1), hours(24));
+  auto refresh = ParseDurationFlag("--refresh-interval", f.refresh_interval, seconds(1), hours(24));
   if (!refresh.ok()) return refresh.status();
   if (refresh->count() % 1000 != 0) {
     return hotfix::Status::InvalidArgument("--refresh-interval " + f.refresh_interval +
                                            ": want whole seconds");
   }
   c.tls_refresh = std::chrono::duration_cast<seconds>(*refresh);
-  auto grace = DurationFlag("--shutdown-grace", f.shutdown_grace, milliseconds(0), hours(1));
+  auto grace = ParseDurationFlag("--shutdown-grace", f.shutdown_grace, milliseconds(0), hours(1));
   if (!grace.ok()) return grace.status();
   c.shutdown_grace = *grace;
-  auto delay = DurationFlag("--testing-response-delay", f.testing_response_delay, milliseconds(0),
-                            minutes(10));
+  auto delay = ParseDurationFlag("--testing-response-delay", f.testing_response_delay,
+                                 milliseconds(0), minutes(10));
   if (!delay.ok()) return delay.status();
   c.testing_response_delay = *delay;
-  auto interval = DurationFlag("--auto-halt-interval", f.auto_halt_interval, seconds(1), hours(1));
+  auto interval =
+      ParseDurationFlag("--auto-halt-interval", f.auto_halt_interval, seconds(1), hours(1));
   if (!interval.ok()) return interval.status();
   c.auto_halt_interval = *interval;
-  auto lookback = DurationFlag("--evidence-lookback", f.evidence_lookback, minutes(1), hours(720));
+  auto lookback =
+      ParseDurationFlag("--evidence-lookback", f.evidence_lookback, minutes(1), hours(720));
   if (!lookback.ok()) return lookback.status();
   c.evidence_lookback = std::chrono::duration_cast<seconds>(*lookback);
   if (!c.prometheus_url.empty() && c.prometheus_selector.empty()) {
@@ -562,10 +397,10 @@ hotfix::Status ApplyDurationsAndSizes(const CLI::App& app, Flags& f) {
         "--prometheus-url needs --prometheus-selector: label matchers naming this service's "
         "scrape job, so that no other target's series can move a rollout");
   }
-  auto age = DurationFlag("--max-token-age", f.max_token_age, seconds(0), hours(6));
+  auto age = ParseDurationFlag("--max-token-age", f.max_token_age, seconds(0), hours(6));
   if (!age.ok()) return age.status();
   c.max_token_age = std::chrono::duration_cast<seconds>(*age);
-  auto window = DurationFlag("--refusal-window", f.refusal_window, seconds(1), hours(1));
+  auto window = ParseDurationFlag("--refusal-window", f.refusal_window, seconds(1), hours(1));
   if (!window.ok()) return window.status();
   c.refusal_window = *window;
   if (!f.memory_limit.empty()) {

@@ -71,4 +71,25 @@ std::string FormatDuration(std::chrono::milliseconds d) {
   return out;
 }
 
+StatusOr<std::chrono::milliseconds> ParseDurationFlag(std::string_view flag, std::string_view text,
+                                                      std::chrono::milliseconds least,
+                                                      std::chrono::milliseconds most) {
+  auto d = ParseDurationWithin(text, least, most);
+  if (!d.ok()) return d.status().Annotate(flag);
+  return d;
+}
+
+Status ApplyOldDurationFlag(std::string_view flag, bool flag_given, std::string_view old_flag,
+                            long long old_value, std::string_view unit, std::string* text) {
+  if (old_value < 0) return Status::Ok();
+  if (flag_given) {
+    std::string message = "give ";
+    message.append(flag).append(" or ").append(old_flag).append(", not both");
+    return Status::InvalidArgument(std::move(message));
+  }
+  *text = std::to_string(old_value);
+  text->append(unit);
+  return Status::Ok();
+}
+
 }  // namespace hotfix

@@ -9,6 +9,7 @@
 #include <openssl/x509.h>
 
 #include <array>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,15 @@ std::string Sha256Hex(std::string_view bytes);
 // per digest costs a provider lookup, which the identity's hot path does not pay. nullopt
 // only if libcrypto itself fails (its error queue then cleared).
 using Sha256Digest = std::array<unsigned char, 32>;
+// A hash-table hash of a Sha256Digest: its first 8 bytes (SHA-256 output is already uniform,
+// so any 8 of its bytes are a good hash).
+struct Sha256DigestHash {
+  size_t operator()(const Sha256Digest& digest) const {
+    size_t h;
+    std::memcpy(&h, digest.data(), sizeof(h));
+    return h;
+  }
+};
 std::optional<Sha256Digest> Sha256(const EVP_MD* sha256, std::string_view bytes);
 
 // SHA-256 of bytes that arrive piece by piece (a package streamed to disk as it downloads).

@@ -9,7 +9,6 @@
 #include "common/json_error.h"
 #include "common/text.h"
 #include "node/go_utf8.h"
-#include "node/hotfix_pointer.h"
 
 namespace hotfix::node {
 namespace {
@@ -183,7 +182,7 @@ class GoStructDecoder {
   // Go checks the syntax of the whole document before decoding, so a syntax error wins over
   // a type error; of several type errors the first is reported.
   Status Result() const { return syntax_error_.ok() ? type_error_ : syntax_error_; }
-  const HotfixPointer& pointer() const { return pointer_; }
+  const GoHotfixConfig& decoded() const { return pointer_; }
 
  private:
   // What the next value is decoded into.
@@ -205,7 +204,7 @@ class GoStructDecoder {
   std::vector<Frame> frames_;
   Slot slot_ = Slot::kTop;
   std::string map_key_;
-  HotfixPointer pointer_;
+  GoHotfixConfig pointer_;
   Status type_error_;
   Status syntax_error_;
 };
@@ -320,7 +319,7 @@ bool GoStructDecoder::parse_error(std::size_t, const std::string&,
 
 }  // namespace
 
-StatusOr<HotfixPointer> DecodeLikeGo(std::string_view json, GoHotfixStruct into) {
+StatusOr<GoHotfixConfig> DecodeLikeGo(std::string_view json, GoHotfixStruct into) {
   GoStructDecoder decoder(into == GoHotfixStruct::kHotfixConfig ? kPointerTarget : kLenientTarget);
   const std::string text = RepairLikeGoDecoder(json);
   try {
@@ -330,7 +329,7 @@ StatusOr<HotfixPointer> DecodeLikeGo(std::string_view json, GoHotfixStruct into)
   }
   Status status = decoder.Result();
   if (!status.ok()) return status;
-  return decoder.pointer();
+  return decoder.decoded();
 }
 
 std::string EscapeJsonLikeGo(std::string_view compact_json) {

@@ -5,14 +5,13 @@
 // the protojson decoder of the node config (node/node_config_json.h).
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
 
 namespace hotfix::node {
-
-struct HotfixPointer;
 
 // json.Marshal's extra escaping applied to compact JSON from nlohmann::json::dump: '<', '>',
 // '&', U+2028 and U+2029 become \u escapes. Used by every writer of Go-compatible JSON.
@@ -27,12 +26,21 @@ enum class GoHotfixStruct {
   kColdStart,
 };
 
+// What those structs hold once decoded: hotfixConfig's three fields (the cold-start struct
+// fills only hotfixes). node/hotfix_pointer.h makes its HotfixPointer of it; this file knows
+// only Go's rules, not the pointer.
+struct GoHotfixConfig {
+  std::string version;
+  std::string scripts_version;
+  std::map<std::string, std::string> hotfixes;
+};
+
 // json.Unmarshal into that struct, with encoding/json's rules: keys match case-insensitively
 // (Go's foldName), unknown keys are ignored whatever their type, null leaves a field unset,
 // a non-string value or a non-object is an error in Go's words ("json: cannot unmarshal
 // number into Go struct field hotfixConfig.version of type string"), a syntax error wins over
 // a type error. Invalid UTF-8 and unpaired \u surrogate escapes inside strings become U+FFFD,
 // and numbers too large for a double are accepted, as Go decodes them.
-StatusOr<HotfixPointer> DecodeLikeGo(std::string_view json, GoHotfixStruct into);
+StatusOr<GoHotfixConfig> DecodeLikeGo(std::string_view json, GoHotfixStruct into);
 
 }  // namespace hotfix::node

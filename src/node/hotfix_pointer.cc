@@ -9,16 +9,25 @@
 
 namespace hotfix::node {
 
+namespace {
+
+HotfixPointer FromGo(GoHotfixConfig decoded) {
+  return HotfixPointer{std::move(decoded.version), std::move(decoded.scripts_version),
+                       std::move(decoded.hotfixes)};
+}
+
+}  // namespace
+
 StatusOr<HotfixPointer> ParseHotfixPointer(std::string_view json) {
   std::string_view trimmed = TrimSpaceLikeGo(json);
   if (trimmed.empty()) return HotfixPointer{};
-  StatusOr<HotfixPointer> pointer = DecodeLikeGo(trimmed, GoHotfixStruct::kHotfixConfig);
-  if (!pointer.ok()) return pointer.status().Annotate("unmarshaling hotfix pointer JSON");
-  return pointer;
+  StatusOr<GoHotfixConfig> decoded = DecodeLikeGo(trimmed, GoHotfixStruct::kHotfixConfig);
+  if (!decoded.ok()) return decoded.status().Annotate("unmarshaling hotfix pointer JSON");
+  return FromGo(std::move(decoded).value());
 }
 
 StatusOr<HotfixMap> DecodeLenientHotfixes(std::string_view json) {
-  StatusOr<HotfixPointer> decoded = DecodeLikeGo(json, GoHotfixStruct::kColdStart);
+  StatusOr<GoHotfixConfig> decoded = DecodeLikeGo(json, GoHotfixStruct::kColdStart);
   if (!decoded.ok()) return decoded.status();
   return std::move(decoded->hotfixes);
 }
@@ -46,9 +55,9 @@ StatusOr<HotfixPointer> ReadHotfixPointer(const std::string& path) {
   }
   if (TrimSpaceLikeGo(*content).empty()) return HotfixPointer{};
   // The reference decodes the untrimmed bytes here, unlike the served body.
-  StatusOr<HotfixPointer> pointer = DecodeLikeGo(*content, GoHotfixStruct::kHotfixConfig);
-  if (!pointer.ok()) return pointer.status().Annotate("parsing hotfix config " + path);
-  return pointer;
+  StatusOr<GoHotfixConfig> decoded = DecodeLikeGo(*content, GoHotfixStruct::kHotfixConfig);
+  if (!decoded.ok()) return decoded.status().Annotate("parsing hotfix config " + path);
+  return FromGo(std::move(decoded).value());
 }
 
 StatusOr<std::string> HotfixBaseFromVersion(std::string_view version) {

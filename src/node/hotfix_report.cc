@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "akslivepatching/v1/live_patching.pb.h"
 #include "common/file_lock.h"
 #include "common/file_util.h"
 #include "common/text.h"
@@ -15,51 +14,28 @@ namespace {
 namespace pb = ::akslivepatching::v1;
 using Clock = std::chrono::steady_clock;
 
-constexpr char kReportMethodPath[] = "/akslivepatching.v1.LivePatchingService/ReportHotfixOutcome";
 // A marker is three short strings; anything larger is not ours.
 constexpr size_t kMaxMarkerBytes = 4096;
 constexpr std::string_view kCut = "...";
 
-pb::HotfixOutcome ToProto(ReportOutcome outcome) {
-  switch (outcome) {
-    case ReportOutcome::kInstalled:
-      return pb::HOTFIX_OUTCOME_INSTALLED;
-    case ReportOutcome::kPlatformUnsupported:
-      return pb::HOTFIX_OUTCOME_PLATFORM_UNSUPPORTED;
-    case ReportOutcome::kInstallFailed:
-      return pb::HOTFIX_OUTCOME_INSTALL_FAILED;
-    case ReportOutcome::kVersionMismatch:
-      return pb::HOTFIX_OUTCOME_VERSION_MISMATCH;
-    case ReportOutcome::kStageFailed:
-      return pb::HOTFIX_OUTCOME_STAGE_FAILED;
-    case ReportOutcome::kFailedOther:
-      return pb::HOTFIX_OUTCOME_FAILED_OTHER;
-    case ReportOutcome::kProvisionSucceeded:
-      return pb::HOTFIX_OUTCOME_PROVISION_SUCCEEDED;
-    case ReportOutcome::kProvisionFailed:
-      return pb::HOTFIX_OUTCOME_PROVISION_FAILED;
-  }
-  return pb::HOTFIX_OUTCOME_FAILED_OTHER;
-}
-
-ReportOutcome FromFailure(BinaryFailure failure) {
+contract::Outcome FromFailure(BinaryFailure failure) {
   switch (failure) {
     case BinaryFailure::kPlatformUnsupported:
-      return ReportOutcome::kPlatformUnsupported;
+      return contract::HOTFIX_OUTCOME_PLATFORM_UNSUPPORTED;
     case BinaryFailure::kInstallFailed:
     // The contract has no integrity outcome of its own: for the rollout it is an install that
     // failed, and the report's detail says why ("repository integrity check failed ...").
     case BinaryFailure::kIntegrity:
-      return ReportOutcome::kInstallFailed;
+      return contract::HOTFIX_OUTCOME_INSTALL_FAILED;
     case BinaryFailure::kVersionMismatch:
-      return ReportOutcome::kVersionMismatch;
+      return contract::HOTFIX_OUTCOME_VERSION_MISMATCH;
     case BinaryFailure::kStageFailed:
-      return ReportOutcome::kStageFailed;
+      return contract::HOTFIX_OUTCOME_STAGE_FAILED;
     case BinaryFailure::kNone:  // a failure nobody classified is still a failure
     case BinaryFailure::kOther:
-      return ReportOutcome::kFailedOther;
+      return contract::HOTFIX_OUTCOME_FAILED_OTHER;
   }
-  return ReportOutcome::kFailedOther;
+  return contract::HOTFIX_OUTCOME_FAILED_OTHER;
 }
 
 // What the marker remembers: the last report the service accepted.
@@ -125,10 +101,10 @@ class GrpcHotfixReportSender : public HotfixReportSender {
     request.set_component_name(report.component);
     request.set_base_version(report.base_version);
     request.set_hotfix_version(report.hotfix_version);
-    request.set_outcome(ToProto(report.outcome));
+    request.set_outcome(report.outcome);
     request.set_detail(report.detail);
     // One deadline for IMDS, the dial and the call: the report's whole budget.
-    const LpsUnaryCall call{.method = kReportMethodPath,
+    const LpsUnaryCall call{.method = contract::kReportHotfixOutcomePath,
                             .message = request.SerializeAsString(),
                             .dial_log = "download-hotfix LPS gRPC dial",
                             .component = report.component,
@@ -151,28 +127,6 @@ class GrpcHotfixReportSender : public HotfixReportSender {
 
 }  // namespace
 
-const char* ReportOutcomeName(ReportOutcome outcome) {
-  switch (outcome) {
-    case ReportOutcome::kInstalled:
-      return "INSTALLED";
-    case ReportOutcome::kPlatformUnsupported:
-      return "PLATFORM_UNSUPPORTED";
-    case ReportOutcome::kInstallFailed:
-      return "INSTALL_FAILED";
-    case ReportOutcome::kVersionMismatch:
-      return "VERSION_MISMATCH";
-    case ReportOutcome::kStageFailed:
-      return "STAGE_FAILED";
-    case ReportOutcome::kFailedOther:
-      return "FAILED_OTHER";
-    case ReportOutcome::kProvisionSucceeded:
-      return "PROVISION_SUCCEEDED";
-    case ReportOutcome::kProvisionFailed:
-      return "PROVISION_FAILED";
-  }
-  return "FAILED_OTHER";
-}
-
 std::string ReportDetail(std::string_view message) {
   // EscapeForMessage bounds its input, not its output (an escape is 4 bytes). Escaped a byte at
   // a time, a message that does not fit is cut at a whole escape with room left for the mark.
@@ -193,7 +147,7 @@ std::optional<HotfixReport> DecideHotfixReport(const DownloadHotfixResult& resul
   if (result.binary_target.empty()) return std::nullopt;
   HotfixReport report;
   if (result.binary == BinaryOutcome::kInstalled) {
-    report.outcome = ReportOutcome::kInstalled;
+    report.outcome = contract::HOTFIX_OUTCOME_INSTALLED;
   } else if (result.binary == BinaryOutcome::kFailed && result.binary_targeted) {
     report.outcome = FromFailure(result.binary_failure);
     report.detail = ReportDetail(result.error.message());
@@ -235,7 +189,7 @@ ReportStatus SendHotfixReport(const HotfixReport& report, const ReportHotfixOpti
   const Clock::time_point start = Clock::now();
   const Deadline deadline = Deadline::After(options.budget);
   const MarkerKey key{report.base_version, report.hotfix_version,
-                      ReportOutcomeName(report.outcome)};
+                      contract::OutcomeName(report.outcome)};
   if (!options.enabled) {
     log.Info("hotfix outcome not reported to LPS (--no-report)",
              {{"version", key.version}, {"outcome", key.outcome}});

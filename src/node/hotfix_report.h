@@ -15,33 +15,18 @@
 #include "common/deadline.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "contract/live_patching.h"
 #include "node/download_hotfix.h"
 #include "node/imds.h"
 #include "node/lps_client.h"
 
 namespace hotfix::node {
 
-// The proto's HotfixOutcome, without UNSPECIFIED (never sent).
-enum class ReportOutcome {
-  kInstalled,
-  kPlatformUnsupported,
-  kInstallFailed,
-  kVersionMismatch,
-  kStageFailed,
-  kFailedOther,
-  kProvisionSucceeded,  // hotfix-agent report, after the hotfix binary's `provision`
-  kProvisionFailed,
-};
-// The proto's names without their prefix: "INSTALLED", "PLATFORM_UNSUPPORTED",
-// "INSTALL_FAILED", "VERSION_MISMATCH", "STAGE_FAILED", "FAILED_OTHER", "PROVISION_SUCCEEDED",
-// "PROVISION_FAILED" (also the marker's).
-const char* ReportOutcomeName(ReportOutcome outcome);
-
 struct HotfixReport {
   std::string component;       // e.g. "aksNodeController"
   std::string base_version;    // "YYYYMM.DD" of the version the node runs
   std::string hotfix_version;  // "YYYYMM.DD.PATCH", installed or tried
-  ReportOutcome outcome = ReportOutcome::kFailedOther;
+  contract::Outcome outcome = contract::HOTFIX_OUTCOME_FAILED_OTHER;  // never UNSPECIFIED
   std::string detail;  // ReportDetail(error); empty for kInstalled
 };
 

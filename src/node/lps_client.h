@@ -30,7 +30,7 @@ struct LpsEndpoint {
 };
 
 struct LpsUnaryCall {
-  std::string method;   // "/akslivepatching.v1.LivePatchingService/<Method>"
+  std::string method;   // a path of contract/live_patching.h
   std::string message;  // the serialized request
   // The INFO line logged as the dial starts (e.g. "check-hotfix LPS gRPC dial"), with the
   // component it is about.

@@ -2,12 +2,11 @@
 
 #include <chrono>
 
-#include "akslivepatching/v1/live_patching.pb.h"
+#include "contract/live_patching.h"
 
 namespace hotfix::node {
 namespace {
 
-constexpr char kMethodPath[] = "/akslivepatching.v1.LivePatchingService/GetComponentConfig";
 // One IMDS attempt: the call may wait this long past --lps-timeout for a token that needed
 // IMDS's retry, so the worst case is lps-timeout + 2 s (5 s) rather than the reference's 7 s.
 constexpr int kImdsAttemptMs = 2000;
@@ -21,7 +20,7 @@ class GrpcLpsFetcher : public LpsFetcher {
     akslivepatching::v1::GetComponentConfigRequest request;
     request.set_component_name(options_.component);
     LpsUnaryCall call;
-    call.method = kMethodPath;
+    call.method = contract::kGetComponentConfigPath;
     call.message = request.SerializeAsString();
     call.dial_log = "check-hotfix LPS gRPC dial";
     call.component = options_.component;

@@ -38,8 +38,8 @@ std::optional<HotfixReport> DecideProvisionReport(const ProvisionReportInput& in
   report.component = component;
   report.base_version = *base;
   report.hotfix_version = version;
-  report.outcome =
-      input.succeeded ? ReportOutcome::kProvisionSucceeded : ReportOutcome::kProvisionFailed;
+  report.outcome = input.succeeded ? contract::HOTFIX_OUTCOME_PROVISION_SUCCEEDED
+                                   : contract::HOTFIX_OUTCOME_PROVISION_FAILED;
   report.detail = input.succeeded ? "" : ReportDetail(input.detail);
   return report;
 }

@@ -1,5 +1,6 @@
 #include "service/health.h"
 
+#include "contract/live_patching.h"
 #include "grpc/health/v1/health.pb.h"
 #include "service/live_patching_service.h"
 #include "service/server.h"
@@ -20,7 +21,7 @@ void HealthHandler::Handle(const GrpcCall& call, GrpcReply* reply) {
     reply->error_message = "the request is not a HealthCheckRequest";
     return;
   }
-  if (!request.service().empty() && request.service() != kLivePatchingServiceName) {
+  if (!request.service().empty() && request.service() != contract::kServiceName) {
     reply->code = GrpcCode::kNotFound;
     reply->error_message = "unknown service";
     return;

@@ -38,7 +38,7 @@ RolloutNode NodeOf(const NodeIdentity& id, const std::string& cluster) {
 bool ParseRequest(const GrpcCall& call, akslivepatching::v1::GetComponentConfigRequest* get,
                   akslivepatching::v1::ReportHotfixOutcomeRequest* report, CallInput* input) {
   const int size = static_cast<int>(call.message.size());
-  if (call.path == kGetComponentConfigPath) {
+  if (call.path == contract::kGetComponentConfigPath) {
     if (!get->ParseFromArray(call.message.data(), size)) return false;
     input->component_name = get->component_name();
     return true;
@@ -180,10 +180,8 @@ GrpcStatus LivePatchingServiceImpl::CheckReport(const OutcomeReport& report,
     return invalid("hotfix_version \"" + std::string(report.hotfix_version) +
                    "\" is not of base_version \"" + std::string(report.base_version) + "\"");
   }
-  // akslivepatching.v1.HotfixOutcome: 1 INSTALLED ... 8 PROVISION_FAILED, in kAllReportedOutcomes'
-  // order; 0 (unset) and values this service does not know are refused, not guessed.
-  constexpr int kOutcomes = static_cast<int>(std::size(kAllReportedOutcomes));
-  if (report.outcome < 1 || report.outcome > kOutcomes) {
+  // 0 (unset) and values this service's proto does not define are refused, not guessed.
+  if (!contract::IsReportedOutcome(report.outcome)) {
     return invalid("outcome " + std::to_string(report.outcome) + " is not a known HotfixOutcome");
   }
   if (report.detail.size() > kMaxReportDetailBytes) {
@@ -193,7 +191,7 @@ GrpcStatus LivePatchingServiceImpl::CheckReport(const OutcomeReport& report,
   for (unsigned char c : report.detail) {
     if (c < 0x20 || c > 0x7e) return invalid("detail is not printable ASCII");
   }
-  decision->reported = kAllReportedOutcomes[report.outcome - 1];
+  decision->reported = static_cast<contract::Outcome>(report.outcome);
   return GrpcStatus{};
 }
 
@@ -228,7 +226,7 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
         reporter = NodeEvidence::HashReporter(decision->identity.vm_id,
                                               decision->identity.subscription_id);
       }
-      options_.node_evidence->Add(key, *reporter, IsFailure(*decision->reported));
+      options_.node_evidence->Add(key, *reporter, contract::IsFailure(*decision->reported));
     };
     const RolloutTime now = RolloutNow();
     for (size_t i : decision->applied_rollouts) {
@@ -249,7 +247,7 @@ void LivePatchingServiceImpl::CountReport(const CallInput& input, CallDecision* 
   if (options_.recent_reports != nullptr && !decision->identity.vm_id.empty()) {
     std::string key = AsciiLower(decision->identity.vm_id);
     key.append(1, '|').append(report.hotfix_version).append(1, '|');
-    key.append(ReportedOutcomeName(*decision->reported));
+    key.append(contract::OutcomeLabel(*decision->reported));
     decision->duplicate = !options_.recent_reports->FirstSeen(key);
   }
   if (decision->duplicate) return;
@@ -341,7 +339,7 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
     entry.rollouts.push_back(decision.rollout_config->rollouts[i].name);
   }
   entry.served = decision.served_hotfixes;
-  std::string base, version, detail;
+  std::string base, version, detail, outcome;
   if (input.report) {
     // Caller-supplied: escaped and bounded before they reach the log (the detail was checked
     // only when the call got that far).
@@ -351,7 +349,8 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
     detail = Printable(input.report->detail, kMaxReportDetailBytes);
     entry.base_version = base;
     entry.hotfix_version = version;
-    entry.outcome = decision.reported ? ReportedOutcomeName(*decision.reported) : "";
+    if (decision.reported) outcome = contract::OutcomeLabel(*decision.reported);
+    entry.outcome = outcome;
     entry.detail = detail;
     entry.duplicate = decision.duplicate;
   }
@@ -361,7 +360,8 @@ void LivePatchingServiceImpl::Report(const CallInput& input, const CallDecision&
 }
 
 void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
-  if (call.path != kGetComponentConfigPath && call.path != kReportHotfixOutcomePath) {
+  if (call.path != contract::kGetComponentConfigPath &&
+      call.path != contract::kReportHotfixOutcomePath) {
     reply->code = GrpcCode::kUnimplemented;
     reply->error_message = "unknown method " + Printable(call.path, 128);
     return;
@@ -373,7 +373,7 @@ void LivePatchingServiceImpl::Handle(const GrpcCall& call, GrpcReply* reply) {
   if (!ParseRequest(call, &get, &report, &input)) {
     // Not ours to decide on: nothing was authenticated, nothing is logged per call.
     reply->code = GrpcCode::kInvalidArgument;
-    reply->error_message = call.path == kGetComponentConfigPath
+    reply->error_message = call.path == contract::kGetComponentConfigPath
                                ? "the request is not a GetComponentConfigRequest"
                                : "the request is not a ReportHotfixOutcomeRequest";
     return;

@@ -26,6 +26,7 @@
 
 #include "common/log.h"
 #include "common/log_budget.h"
+#include "contract/live_patching.h"
 #include "service/control/auto_halt_controller.h"
 #include "service/control/node_evidence.h"
 #include "service/control/rollout_status.h"
@@ -114,15 +115,9 @@ struct CallDecision {
   std::string cluster;
   // ReportHotfixOutcome: the outcome once valid; applied_rollouts then holds the rollouts it
   // is attributed to (they apply to the node now and name that version for that base).
-  std::optional<ReportedOutcome> reported;
+  std::optional<contract::Outcome> reported;
   bool duplicate = false;  // a repeat this replica saw recently: answered, not counted
 };
-
-inline constexpr char kGetComponentConfigPath[] =
-    "/akslivepatching.v1.LivePatchingService/GetComponentConfig";
-
-inline constexpr char kReportHotfixOutcomePath[] =
-    "/akslivepatching.v1.LivePatchingService/ReportHotfixOutcome";
 
 // Serves GetComponentConfig and ReportHotfixOutcome; every other path is UNIMPLEMENTED.
 class LivePatchingServiceImpl final : public GrpcHandler {

@@ -91,9 +91,6 @@ struct ServerConfig {
 // (ListenerSpec::own_max_connections): kubelet probes over one connection at a time per probe.
 inline constexpr size_t kHealthConnections = 32;
 
-// The gRPC service name health reports for GetComponentConfig.
-inline constexpr char kLivePatchingServiceName[] = "akslivepatching.v1.LivePatchingService";
-
 class Server {
  public:
   // Everything is checked before anything listens: a missing or unreadable certificate, key,

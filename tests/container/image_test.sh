@@ -16,7 +16,7 @@
 #   deploy/container/build-image.sh && tests/container/image_test.sh
 #   tests/container/image_test.sh [DIR]   DIR (or IMAGE_DIR) as build-image.sh's, default
 #                                         build/image; the image is DIR/image.env's
-# Host binaries: BIN_DIR (default build/test/bin, scripts/test.sh's build) with hotfix-agent
+# Host binaries: BIN_DIR (default build/release/bin, scripts/test.sh's Release build) with hotfix-agent
 # and imds-standin; when they are missing they are built in build/image-host. As root (the
 # files the container reads are given to its uid), like build-image.sh.
 set -euo pipefail
@@ -43,7 +43,7 @@ expect_match() {  # what, got, regex
   if [[ $2 =~ $3 ]]; then pass "$1"; else fail "$1: '$2' does not match /$3/"; fi
 }
 
-bin=${BIN_DIR:-build/test/bin}
+bin=${BIN_DIR:-build/release/bin}
 if [[ ! -x $bin/hotfix-agent || ! -x $bin/imds-standin ]]; then
   echo "image_test: building hotfix-agent and imds-standin in build/image-host"
   cmake -S . -B build/image-host -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -63,17 +63,17 @@ TEST(DecideHotfixReportTest, InstalledReportsInstalledWithTheNodesBase) {
   EXPECT_EQ(report->component, "aksNodeController");
   EXPECT_EQ(report->base_version, "202604.01");
   EXPECT_EQ(report->hotfix_version, kTarget);
-  EXPECT_EQ(report->outcome, ReportOutcome::kInstalled);
+  EXPECT_EQ(report->outcome, contract::HOTFIX_OUTCOME_INSTALLED);
   EXPECT_EQ(report->detail, "");
 }
 
 TEST(DecideHotfixReportTest, EachFailureKindHasItsOutcomeAndTheErrorAsDetail) {
-  const std::vector<std::pair<BinaryFailure, ReportOutcome>> cases = {
-      {BinaryFailure::kPlatformUnsupported, ReportOutcome::kPlatformUnsupported},
-      {BinaryFailure::kInstallFailed, ReportOutcome::kInstallFailed},
-      {BinaryFailure::kVersionMismatch, ReportOutcome::kVersionMismatch},
-      {BinaryFailure::kStageFailed, ReportOutcome::kStageFailed},
-      {BinaryFailure::kOther, ReportOutcome::kFailedOther},
+  const std::vector<std::pair<BinaryFailure, contract::Outcome>> cases = {
+      {BinaryFailure::kPlatformUnsupported, contract::HOTFIX_OUTCOME_PLATFORM_UNSUPPORTED},
+      {BinaryFailure::kInstallFailed, contract::HOTFIX_OUTCOME_INSTALL_FAILED},
+      {BinaryFailure::kVersionMismatch, contract::HOTFIX_OUTCOME_VERSION_MISMATCH},
+      {BinaryFailure::kStageFailed, contract::HOTFIX_OUTCOME_STAGE_FAILED},
+      {BinaryFailure::kOther, contract::HOTFIX_OUTCOME_FAILED_OTHER},
   };
   for (const auto& [failure, outcome] : cases) {
     std::optional<HotfixReport> report =
@@ -171,7 +171,7 @@ TEST_F(ReportHotfixOutcomeTest, TheMarkerLivesBesideThePointer) {
 TEST_F(ReportHotfixOutcomeTest, SendsOnceAndRemembersIt) {
   EXPECT_EQ(Report(Installed()), ReportStatus::kSent);
   ASSERT_EQ(sender_.sent.size(), 1u);
-  EXPECT_EQ(sender_.sent[0].outcome, ReportOutcome::kInstalled);
+  EXPECT_EQ(sender_.sent[0].outcome, contract::HOTFIX_OUTCOME_INSTALLED);
   EXPECT_LE(sender_.remaining[0], 3000ms);  // one budget for everything
   EXPECT_GT(sender_.remaining[0], 0ms);
   EXPECT_EQ(Marker(), R"({"base":"202604.01","version":"202604.01.1","outcome":"INSTALLED"})"
@@ -193,7 +193,7 @@ TEST_F(ReportHotfixOutcomeTest, AnotherOutcomeOrVersionIsSentAndReplacesTheMarke
   next.binary_target = "202604.01.2";
   EXPECT_EQ(Report(next), ReportStatus::kSent);
   ASSERT_EQ(sender_.sent.size(), 3u);
-  EXPECT_EQ(sender_.sent[0].outcome, ReportOutcome::kInstallFailed);
+  EXPECT_EQ(sender_.sent[0].outcome, contract::HOTFIX_OUTCOME_INSTALL_FAILED);
   EXPECT_EQ(sender_.sent[0].detail, "it broke");
   EXPECT_EQ(nlohmann::json::parse(Marker())["version"], "202604.01.2");
 }

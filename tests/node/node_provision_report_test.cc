@@ -58,7 +58,7 @@ TEST_F(ProvisionReportTest, ASucceededProvisionIsReportedOnceForThePointersVersi
   input_.succeeded = true;
   EXPECT_EQ(Run(), ReportStatus::kSent);
   ASSERT_EQ(sender_.sent.size(), 1u);
-  EXPECT_EQ(sender_.sent[0].outcome, ReportOutcome::kProvisionSucceeded);
+  EXPECT_EQ(sender_.sent[0].outcome, contract::HOTFIX_OUTCOME_PROVISION_SUCCEEDED);
   EXPECT_EQ(sender_.sent[0].base_version, "202604.01");
   EXPECT_EQ(sender_.sent[0].hotfix_version, "202604.01.4");
   EXPECT_EQ(sender_.sent[0].detail, "");
@@ -76,10 +76,10 @@ TEST_F(ProvisionReportTest, AFailedProvisionCarriesItsDetailBounded) {
   input_.detail = "provision exited 1\n" + std::string(400, 'x');
   EXPECT_EQ(Run(), ReportStatus::kSent);
   ASSERT_EQ(sender_.sent.size(), 1u);
-  EXPECT_EQ(sender_.sent[0].outcome, ReportOutcome::kProvisionFailed);
+  EXPECT_EQ(sender_.sent[0].outcome, contract::HOTFIX_OUTCOME_PROVISION_FAILED);
   EXPECT_LE(sender_.sent[0].detail.size(), kMaxReportDetailBytes);
   EXPECT_THAT(sender_.sent[0].detail, HasSubstr("provision exited 1\\x0a"));
-  EXPECT_STREQ(ReportOutcomeName(ReportOutcome::kProvisionFailed), "PROVISION_FAILED");
+  EXPECT_EQ(contract::OutcomeName(contract::HOTFIX_OUTCOME_PROVISION_FAILED), "PROVISION_FAILED");
 }
 
 TEST_F(ProvisionReportTest, TheVhdBinaryProvisionedSoNothingIsReported) {

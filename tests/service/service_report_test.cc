@@ -58,9 +58,9 @@ class RecordingMetrics : public Metrics {
   }
   void RecordIdentityFailure(IdentityFailure) override {}
   void RecordOutcome(std::string_view component, std::string_view rollout,
-                     ReportedOutcome outcome) override {
+                     contract::Outcome outcome) override {
     outcomes.emplace_back(std::string(component), std::string(rollout),
-                          ReportedOutcomeName(outcome));
+                          contract::OutcomeLabel(outcome));
   }
   void RecordReload(const ReloadReport&) override {}
   void RecordTransportEvent(TransportEvent) override {}
@@ -126,7 +126,7 @@ struct ReportTest : ::testing::Test {
   GrpcReply Call(const std::string& token,
                  const akslivepatching::v1::ReportHotfixOutcomeRequest& req) {
     GrpcCall call;
-    call.path = kReportHotfixOutcomePath;
+    call.path = contract::kReportHotfixOutcomePath;
     req.SerializeToString(&bytes);
     call.message = bytes;
     if (!token.empty()) call.metadata.emplace_back("authorization", token);
@@ -194,9 +194,10 @@ TEST_F(ReportTest, ProvisioningOutcomesAreCountedAndAFailedOneIsAFailure) {
       GrpcCode::kOk);
   EXPECT_THAT(metrics.outcomes, ElementsAre(std::make_tuple(kAks, "late", "provision_succeeded"),
                                             std::make_tuple(kAks, "late", "provision_failed")));
-  EXPECT_FALSE(IsFailure(ReportedOutcome::kProvisionSucceeded));
-  EXPECT_TRUE(IsFailure(ReportedOutcome::kProvisionFailed));
-  EXPECT_EQ(ReportedOutcomeFromName("provision_failed"), ReportedOutcome::kProvisionFailed);
+  EXPECT_FALSE(contract::IsFailure(contract::HOTFIX_OUTCOME_PROVISION_SUCCEEDED));
+  EXPECT_TRUE(contract::IsFailure(contract::HOTFIX_OUTCOME_PROVISION_FAILED));
+  EXPECT_EQ(contract::OutcomeFromLabel("provision_failed"),
+            contract::HOTFIX_OUTCOME_PROVISION_FAILED);
   EXPECT_EQ(
       Call("vm-3", Request("202604.01.5", static_cast<akslivepatching::v1::HotfixOutcome>(9))).code,
       GrpcCode::kInvalidArgument);
@@ -276,7 +277,7 @@ TEST_F(ReportTest, EveryBadFieldIsRefusedWithItsReason) {
 
 TEST_F(ReportTest, BytesThatAreNotTheRequestAreInvalidArgument) {
   GrpcCall call;
-  call.path = kReportHotfixOutcomePath;
+  call.path = contract::kReportHotfixOutcomePath;
   call.message = "\xff\xff\xff";
   GrpcReply reply;
   service->Handle(call, &reply);
@@ -301,7 +302,7 @@ struct RateLimitedReportTest : ReportTest {
 
 TEST_F(RateLimitedReportTest, TheNodesBucketIsSharedWithGetComponentConfig) {
   GrpcCall get;
-  get.path = kGetComponentConfigPath;
+  get.path = contract::kGetComponentConfigPath;
   akslivepatching::v1::GetComponentConfigRequest request;
   request.set_component_name(kAks);
   std::string get_bytes = request.SerializeAsString();

@@ -4,8 +4,8 @@
 
 namespace hotfix::service {
 
-std::shared_ptr<const NodeIdentity> IdentityCache::Find(const Digest& digest, TimePoint now,
-                                                        bool* fresh) const {
+std::shared_ptr<const NodeIdentity> IdentityCache::Find(const ossl::Sha256Digest& digest,
+                                                        TimePoint now, bool* fresh) const {
   std::shared_lock lock(mu_);
   auto it = entries_.find(digest);
   if (it == entries_.end()) return nullptr;
@@ -13,7 +13,7 @@ std::shared_ptr<const NodeIdentity> IdentityCache::Find(const Digest& digest, Ti
   return it->second.identity;
 }
 
-void IdentityCache::Insert(const Digest& digest, NodeIdentity identity, TimePoint until,
+void IdentityCache::Insert(const ossl::Sha256Digest& digest, NodeIdentity identity, TimePoint until,
                            TimePoint now) {
   auto shared = std::make_shared<const NodeIdentity>(std::move(identity));
   std::unique_lock lock(mu_);

@@ -19,8 +19,6 @@
 
 namespace hotfix::service {
 
-using Digest = std::array<unsigned char, 32>;  // SHA-256 of the token
-
 class IdentityCache {
  public:
   using TimePoint = std::chrono::system_clock::time_point;
@@ -29,38 +27,33 @@ class IdentityCache {
 
   // The entry for `digest` if there is one; `fresh` says whether it is still usable at now.
   // Only a pointer is copied under the lock.
-  std::shared_ptr<const NodeIdentity> Find(const Digest& digest, TimePoint now, bool* fresh) const;
+  std::shared_ptr<const NodeIdentity> Find(const ossl::Sha256Digest& digest, TimePoint now,
+                                           bool* fresh) const;
 
   // Keeps `identity` until `until`. A digest already held keeps its entry (another thread
   // verified the same token). Entries expired at `now` go first, then the oldest, so that
   // the cache never holds more than its capacity.
-  void Insert(const Digest& digest, NodeIdentity identity, TimePoint until, TimePoint now);
+  void Insert(const ossl::Sha256Digest& digest, NodeIdentity identity, TimePoint until,
+              TimePoint now);
 
   uint64_t size() const;
   uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
 
  private:
-  struct DigestHash {
-    size_t operator()(const Digest& d) const {
-      size_t h;  // SHA-256 output is already uniform: any 8 bytes of it are a good hash
-      std::memcpy(&h, d.data(), sizeof(h));
-      return h;
-    }
-  };
   struct Entry {
     std::shared_ptr<const NodeIdentity> identity;
     TimePoint until;
     uint64_t seq;  // insertion order, also the tie-break among equal expiries
   };
-  using Map = std::unordered_map<Digest, Entry, DigestHash>;
+  using Map = std::unordered_map<ossl::Sha256Digest, Entry, ossl::Sha256DigestHash>;
 
   void Erase(Map::iterator it);
 
   const size_t capacity_;
   mutable std::shared_mutex mu_;
   Map entries_;
-  std::map<std::pair<TimePoint, uint64_t>, Digest> by_expiry_;
-  std::map<uint64_t, Digest> by_age_;
+  std::map<std::pair<TimePoint, uint64_t>, ossl::Sha256Digest> by_expiry_;
+  std::map<uint64_t, ossl::Sha256Digest> by_age_;
   uint64_t next_seq_ = 0;
   std::atomic<uint64_t> evictions_{0};
 };

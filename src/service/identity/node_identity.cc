@@ -59,7 +59,7 @@ class AttestedDocumentAuthenticator : public Authenticator {
           Status::InvalidArgument("authorization metadata is " + std::to_string(token.size()) +
                                   " bytes, over " + std::to_string(options_.max_token_bytes)));
     }
-    std::optional<Digest> digest = ossl::Sha256(sha256_.get(), token);
+    std::optional<ossl::Sha256Digest> digest = ossl::Sha256(sha256_.get(), token);
     if (!digest) return Fail(IdentityFailure::kMalformed, Status::Internal("SHA-256 failed"));
     const TimePoint now = options_.clock();
     if (std::optional<AuthResult> cached = FromCache(*digest, now)) return *cached;
@@ -99,7 +99,7 @@ class AttestedDocumentAuthenticator : public Authenticator {
  private:
   // A fresh entry is the identity; an entry past its document's expiry is kExpired without another
   // verification. Anything else (no entry; the signer certificate ran out first): the full check.
-  std::optional<AuthResult> FromCache(const Digest& digest, TimePoint now) {
+  std::optional<AuthResult> FromCache(const ossl::Sha256Digest& digest, TimePoint now) {
     bool fresh = false;
     std::shared_ptr<const NodeIdentity> identity = cache_.Find(digest, now, &fresh);
     if (!identity || (!fresh && now <= identity->expires_at)) return std::nullopt;

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/openssl.h"
 #include "common/status.h"
 
 namespace hotfix::service {
@@ -38,7 +39,7 @@ const char* IdentityFailureName(IdentityFailure failure);  // "missing", "malfor
 // What Authenticator::Admit needs to remember an identity just verified.
 struct IdentityCacheTicket {
   const void* issuer = nullptr;  // the authenticator that verified it; any other ignores it
-  std::array<unsigned char, 32> token_sha256{};
+  ossl::Sha256Digest token_sha256{};
   std::chrono::system_clock::time_point until;  // the document's acceptable life, at most
 };
 

@@ -17,12 +17,14 @@
 #include <optional>
 #include <vector>
 
+#include "common/openssl.h"
+
 namespace hotfix::service {
 
 template <typename Value>
 class RefusalCache {
  public:
-  using Key = std::array<unsigned char, 32>;  // a SHA-256
+  using Key = ossl::Sha256Digest;
   using TimePoint = std::chrono::system_clock::time_point;
 
   // slots: at least 1; ttl: how long a refusal is repeated without another check.

@@ -377,7 +377,7 @@ std::optional<SignedDocument> SignedDocumentVerifier::AnswerFromKeptCertificate(
   if (signers_.capacity() == 0 && !refused_signers_) return std::nullopt;
   std::optional<SplitSignedData> split = SplitOffCertificate(der);
   if (!split) return std::nullopt;
-  std::optional<CertDigest> digest = ossl::Sha256(sha256_.get(), split->certificate);
+  std::optional<ossl::Sha256Digest> digest = ossl::Sha256(sha256_.get(), split->certificate);
   if (!digest) return std::nullopt;
   if (std::shared_ptr<const CachedSigner> signer = signers_.Find(*digest)) {
     return VerifyWithCachedSigner(*split, *digest, std::move(signer));
@@ -395,7 +395,7 @@ std::optional<SignedDocument> SignedDocumentVerifier::AnswerFromKeptCertificate(
 // (that certificate alone) and the same store, at a time inside the window where it verified;
 // outside that window the full check answers.
 std::optional<SignedDocument> SignedDocumentVerifier::VerifyWithCachedSigner(
-    const SplitSignedData& split, const CertDigest& digest,
+    const SplitSignedData& split, const ossl::Sha256Digest& digest,
     std::shared_ptr<const CachedSigner> signer) {
   if (signer->der != split.certificate) return std::nullopt;
   if (!signer->ChainValidNow()) {
@@ -464,7 +464,7 @@ void SignedDocumentVerifier::RememberSigner(PKCS7* p7, const SignedDocument& sig
   entry->cert.reset(cert);
   entry->subject = signed_doc.signer_subject;
   entry->not_after = signed_doc.signer_not_after;
-  if (std::optional<CertDigest> digest = ossl::Sha256(sha256_.get(), entry->der))
+  if (std::optional<ossl::Sha256Digest> digest = ossl::Sha256(sha256_.get(), entry->der))
     signers_.Insert(*digest, entry);
   ERR_clear_error();
 }
@@ -494,7 +494,7 @@ void SignedDocumentVerifier::RememberRefusedSigner(PKCS7* p7, const SignedDocume
   entry->cert.reset(cert);
   entry->failure = signed_doc.failure;
   entry->error = signed_doc.error;
-  if (std::optional<CertDigest> digest = ossl::Sha256(sha256_.get(), entry->der)) {
+  if (std::optional<ossl::Sha256Digest> digest = ossl::Sha256(sha256_.get(), entry->der)) {
     refused_signers_->Insert(*digest, std::move(entry), now);
   }
   ERR_clear_error();

@@ -72,7 +72,7 @@ class SignedDocumentVerifier {
                          ossl::MdPtr sha256);
   std::optional<SignedDocument> AnswerFromKeptCertificate(std::string_view der, TimePoint now);
   std::optional<SignedDocument> VerifyWithCachedSigner(const SplitSignedData& split,
-                                                       const CertDigest& digest,
+                                                       const ossl::Sha256Digest& digest,
                                                        std::shared_ptr<const CachedSigner> signer);
   std::optional<SignedDocument> RefuseAsBefore(const SplitSignedData& split,
                                                const RefusedSigner& refused);

@@ -164,7 +164,7 @@ Status SetChainWindow(STACK_OF(X509) * chain, CachedSigner* signer) {
   return Status::Ok();
 }
 
-std::shared_ptr<const CachedSigner> SignerCache::Find(const CertDigest& digest) {
+std::shared_ptr<const CachedSigner> SignerCache::Find(const ossl::Sha256Digest& digest) {
   std::lock_guard lock(mu_);
   auto it = index_.find(digest);
   if (it == index_.end()) return nullptr;
@@ -172,7 +172,8 @@ std::shared_ptr<const CachedSigner> SignerCache::Find(const CertDigest& digest) 
   return it->second->second;
 }
 
-void SignerCache::Insert(const CertDigest& digest, std::shared_ptr<const CachedSigner> signer) {
+void SignerCache::Insert(const ossl::Sha256Digest& digest,
+                         std::shared_ptr<const CachedSigner> signer) {
   if (capacity_ == 0) return;
   std::lock_guard lock(mu_);
   if (auto it = index_.find(digest); it != index_.end()) {
@@ -188,7 +189,7 @@ void SignerCache::Insert(const CertDigest& digest, std::shared_ptr<const CachedS
   index_.emplace(digest, lru_.begin());
 }
 
-void SignerCache::Erase(const CertDigest& digest, const CachedSigner* signer) {
+void SignerCache::Erase(const ossl::Sha256Digest& digest, const CachedSigner* signer) {
   std::lock_guard lock(mu_);
   auto it = index_.find(digest);
   if (it == index_.end() || it->second->second.get() != signer) return;

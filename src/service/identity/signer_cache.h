@@ -29,8 +29,6 @@
 
 namespace hotfix::service {
 
-using CertDigest = std::array<unsigned char, 32>;  // SHA-256 of a certificate's DER
-
 // ---- Splitting a document around its certificate ----------------------------------------
 
 // A DER ContentInfo holding SignedData, taken apart around its one embedded certificate.
@@ -85,29 +83,22 @@ class SignerCache {
   explicit SignerCache(size_t capacity) : capacity_(capacity) {}
 
   // The entry for `digest`, now the most recently used; nullptr if none.
-  std::shared_ptr<const CachedSigner> Find(const CertDigest& digest);
+  std::shared_ptr<const CachedSigner> Find(const ossl::Sha256Digest& digest);
   // Adds or replaces the entry for `digest`, evicting the least recently used when full.
-  void Insert(const CertDigest& digest, std::shared_ptr<const CachedSigner> signer);
+  void Insert(const ossl::Sha256Digest& digest, std::shared_ptr<const CachedSigner> signer);
   // Drops the entry for `digest` if it is still `signer` (another thread may have replaced it).
-  void Erase(const CertDigest& digest, const CachedSigner* signer);
+  void Erase(const ossl::Sha256Digest& digest, const CachedSigner* signer);
 
   size_t capacity() const { return capacity_; }
   size_t size() const;
 
  private:
-  struct DigestHash {
-    size_t operator()(const CertDigest& d) const {
-      size_t h;  // SHA-256 output is already uniform: any 8 bytes of it are a good hash
-      std::memcpy(&h, d.data(), sizeof(h));
-      return h;
-    }
-  };
-  using Lru = std::list<std::pair<CertDigest, std::shared_ptr<const CachedSigner>>>;
+  using Lru = std::list<std::pair<ossl::Sha256Digest, std::shared_ptr<const CachedSigner>>>;
 
   const size_t capacity_;
   mutable std::mutex mu_;
   Lru lru_;  // front: most recently used
-  std::unordered_map<CertDigest, Lru::iterator, DigestHash> index_;
+  std::unordered_map<ossl::Sha256Digest, Lru::iterator, ossl::Sha256DigestHash> index_;
 };
 
 }  // namespace hotfix::service

@@ -2,7 +2,7 @@
 // into a string: the same JSON, field for field, that Logger::FormatLine makes
 // ({"time":...,"level":..., "msg":"GetComponentConfig",...}), without building a JSON DOM and
 // calling strftime for every call. Under load the DOM version was most of the service's own CPU
-// (docs/BENCHMARKS.md, "Where the service's time goes").
+// (docs/history/BENCHMARKS.md, "Where the service's time goes now", of the libgrpc round).
 #pragma once
 
 #include <chrono>
@@ -37,7 +37,7 @@ struct AccessLogEntry {
   bool report = false;
   std::string_view base_version;
   std::string_view hotfix_version;
-  std::string_view outcome;  // a ReportedOutcomeName, or "" when the report was refused
+  std::string_view outcome;  // a contract::OutcomeLabel, or "" when the report was refused
   std::string_view detail;
   bool duplicate = false;  // a repeat this replica saw recently: not counted
   // On refused calls' (WARN) lines: how many refusals were not logged since the last such

@@ -22,7 +22,7 @@ class NoopMetrics final : public Metrics {
  public:
   void RecordCall(const CallSample&) override {}
   void RecordIdentityFailure(IdentityFailure) override {}
-  void RecordOutcome(std::string_view, std::string_view, ReportedOutcome) override {}
+  void RecordOutcome(std::string_view, std::string_view, contract::Outcome) override {}
   void RecordReload(const ReloadReport&) override {}
   void RecordTransportEvent(TransportEvent) override {}
 };
@@ -211,12 +211,12 @@ void PrometheusMetrics::RecordCall(const CallSample& sample) {
 }
 
 void PrometheusMetrics::RecordOutcome(std::string_view component, std::string_view rollout,
-                                      ReportedOutcome outcome) {
+                                      contract::Outcome outcome) {
   // Reports are one per node per hotfix: the family's own lookup is cheap enough for them.
   impl_->outcomes
       .Add({{"component", std::string(component)},
             {"rollout", std::string(rollout)},
-            {"outcome", ReportedOutcomeName(outcome)}})
+            {"outcome", contract::OutcomeLabel(outcome)}})
       .Increment();
 }
 

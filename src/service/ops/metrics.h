@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "contract/live_patching.h"
 #include "service/identity/node_identity.h"
 #include "service/ops/metric_names.h"
 #include "service/ops/scraped_metrics.h"
@@ -45,7 +46,7 @@ class Metrics {
   // "" when it was attributed to none. Both names are bounded by the store (the component
   // known, the rollout in its file).
   virtual void RecordOutcome(std::string_view component, std::string_view rollout,
-                             ReportedOutcome outcome) = 0;
+                             contract::Outcome outcome) = 0;
   // After every store (re)load attempt, initial load included.
   virtual void RecordReload(const ReloadReport& report) = 0;
   // Connections and the limits peers ran into (kAccepted and kClosed also move the
@@ -86,7 +87,7 @@ class PrometheusMetrics : public Metrics {
   void RecordCall(const CallSample& sample) override;
   void RecordIdentityFailure(IdentityFailure reason) override;
   void RecordOutcome(std::string_view component, std::string_view rollout,
-                     ReportedOutcome outcome) override;
+                     contract::Outcome outcome) override;
   void RecordReload(const ReloadReport& report) override;
   void RecordTransportEvent(TransportEvent event) override;
 

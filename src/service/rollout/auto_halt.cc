@@ -7,35 +7,6 @@
 
 namespace hotfix::service {
 
-const char* ReportedOutcomeName(ReportedOutcome outcome) {
-  switch (outcome) {
-    case ReportedOutcome::kInstalled:
-      return "installed";
-    case ReportedOutcome::kPlatformUnsupported:
-      return "platform_unsupported";
-    case ReportedOutcome::kInstallFailed:
-      return "install_failed";
-    case ReportedOutcome::kVersionMismatch:
-      return "version_mismatch";
-    case ReportedOutcome::kStageFailed:
-      return "stage_failed";
-    case ReportedOutcome::kFailedOther:
-      return "failed_other";
-    case ReportedOutcome::kProvisionSucceeded:
-      return "provision_succeeded";
-    case ReportedOutcome::kProvisionFailed:
-      return "provision_failed";
-  }
-  return "failed_other";
-}
-
-std::optional<ReportedOutcome> ReportedOutcomeFromName(std::string_view name) {
-  for (ReportedOutcome outcome : kAllReportedOutcomes) {
-    if (name == ReportedOutcomeName(outcome)) return outcome;
-  }
-  return std::nullopt;
-}
-
 bool HaltConditionHolds(const AutoHaltPolicy& policy, const OutcomeTally& tally) {
   if (policy.min_failed_subscriptions &&
       tally.failed_subscriptions < *policy.min_failed_subscriptions) {

@@ -13,33 +13,6 @@
 
 namespace hotfix::service {
 
-// The outcomes a node reports (ReportHotfixOutcome), as metric labels: a small fixed set, in
-// the proto's order (HotfixOutcome 1 to 8). Every one but kInstalled and kProvisionSucceeded is
-// a failure: a provisioning that failed with the hotfix binary counts as the install's did.
-enum class ReportedOutcome {
-  kInstalled,
-  kPlatformUnsupported,
-  kInstallFailed,
-  kVersionMismatch,
-  kStageFailed,
-  kFailedOther,
-  kProvisionSucceeded,  // hotfix-agent report: provisioning with the hotfix binary
-  kProvisionFailed,
-};
-inline constexpr ReportedOutcome kAllReportedOutcomes[] = {
-    ReportedOutcome::kInstalled,          ReportedOutcome::kPlatformUnsupported,
-    ReportedOutcome::kInstallFailed,      ReportedOutcome::kVersionMismatch,
-    ReportedOutcome::kStageFailed,        ReportedOutcome::kFailedOther,
-    ReportedOutcome::kProvisionSucceeded, ReportedOutcome::kProvisionFailed,
-};
-// "installed", "platform_unsupported", "install_failed", "version_mismatch", "stage_failed",
-// "failed_other", "provision_succeeded", "provision_failed".
-const char* ReportedOutcomeName(ReportedOutcome outcome);
-std::optional<ReportedOutcome> ReportedOutcomeFromName(std::string_view name);
-inline bool IsFailure(ReportedOutcome outcome) {
-  return outcome != ReportedOutcome::kInstalled && outcome != ReportedOutcome::kProvisionSucceeded;
-}
-
 // What the nodes' reports add up to, over every replica, since the rollout's `since`: nodes,
 // not reports (docs/ROLLOUTS.md, "Counting nodes"). A node counts once as reporting whatever
 // it sent, and once as failed if it reported any failure.

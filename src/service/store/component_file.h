@@ -64,7 +64,10 @@ struct FolderLoad {
   std::set<std::string> refused;                // components whose file was refused
   std::map<std::string, std::string> rejected;  // file name -> why (starts with the file name)
 };
+// The largest component file read (a ConfigMap's data is at most 1 MiB in all).
+inline constexpr size_t kMaxComponentFileBytes = size_t{1} << 20;
 // Fails only when the folder cannot be listed.
-StatusOr<FolderLoad> LoadComponentFolder(const std::string& dir, size_t max_file_bytes = 1 << 20);
+StatusOr<FolderLoad> LoadComponentFolder(const std::string& dir,
+                                         size_t max_file_bytes = kMaxComponentFileBytes);
 
 }  // namespace hotfix::service

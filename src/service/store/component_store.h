@@ -46,7 +46,7 @@ class ComponentStore {
 
 struct DirectoryStoreOptions {
   std::string dir;
-  size_t max_file_bytes = 1 << 20;
+  size_t max_file_bytes = kMaxComponentFileBytes;
   // Changes are coalesced for this long before a reload.
   std::chrono::milliseconds debounce{200};
   // The folder is also re-read this often: inotify misses changes on some volume types and

@@ -13,8 +13,8 @@ using TimePoint = IdentityCache::TimePoint;
 
 const TimePoint kNow = TimePoint() + hours(24 * 365 * 56);
 
-Digest DigestOf(uint8_t n) {
-  Digest d{};
+ossl::Sha256Digest DigestOf(uint8_t n) {
+  ossl::Sha256Digest d{};
   d.fill(n);
   return d;
 }
