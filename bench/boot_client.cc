@@ -28,7 +28,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/log.h"
-#include "node/lps_fetcher.h"
+#include "node/check/lps_fetcher.h"
 #include "wire/grpc_status.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include "common/duration.h"
 #include "common/log.h"
 #include "node/agent_commands.h"
-#include "node/default_paths.h"
+#include "node/host/default_paths.h"
 
 namespace {
 

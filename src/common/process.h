@@ -1,7 +1,7 @@
 // Running another program: argv straight to posix_spawnp (never a shell), in a process group of
 // its own so that a kill reaches what it started, with default signal handling whatever ours
-// is. The package manager (node/command_runner.h) and the repository tools (gpgv, dpkg-deb,
-// rpmkeys: node/repository/tool_runner.h) both start their commands here.
+// is. The package manager (node/download/command_runner.h) and the repository tools (gpgv,
+// dpkg-deb, rpmkeys: node/repository/tool_runner.h) both start their commands here.
 #pragma once
 
 #include <sys/types.h>

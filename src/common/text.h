@@ -38,7 +38,7 @@ int HexDigitValue(char c);
 std::string AsciiLower(std::string_view s);
 
 // s without the spaces and tabs it starts and ends with (the node's Go-compatible trim is
-// node/go_strings.h's TrimSpaceLikeGo, which also trims Unicode spaces).
+// node/go/go_strings.h's TrimSpaceLikeGo, which also trims Unicode spaces).
 std::string_view TrimBlanks(std::string_view s);
 
 // Line breaks (CR, LF) as spaces: a message kept to one line of a listing.

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
-#include "node/command_runner.h"
-#include "node/hotfix_report.h"
-#include "node/provision_report.h"
+#include "node/download/command_runner.h"
+#include "node/download/hotfix_report.h"
+#include "node/download/provision_report.h"
 
 namespace hotfix::node {
 namespace {

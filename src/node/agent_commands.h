@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "common/log.h"
-#include "node/check_hotfix.h"
-#include "node/download_hotfix.h"
-#include "node/imds.h"
-#include "node/lps_client.h"
-#include "node/lps_fetcher.h"
+#include "node/call/imds.h"
+#include "node/call/lps_client.h"
+#include "node/check/check_hotfix.h"
+#include "node/check/lps_fetcher.h"
+#include "node/download/download_hotfix.h"
 
 namespace hotfix::node {
 

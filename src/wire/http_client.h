@@ -1,5 +1,5 @@
 // A plain-HTTP/1.1 GET client: one request, one response, no TLS, no proxy, no redirects, no
-// connection reuse. IMDS (node/imds.cc) and the service's Prometheus queries use it; what a
+// connection reuse. IMDS (node/call/imds.cc) and the service's Prometheus queries use it; what a
 // status code means and whether to try again is theirs to decide.
 //
 // Responses are parsed by Boost.Beast 1.74 (header-only) under caps on everything the peer

@@ -17,7 +17,7 @@
 #include "akslivepatching/v1/live_patching.pb.h"
 #include "common/deadline.h"
 #include "fuzz_util.h"
-#include "node/hotfix_pointer.h"
+#include "node/host/hotfix_pointer.h"
 #include "wire/grpc_unary.h"
 #include "wire/memory_stream.h"
 

@@ -11,8 +11,8 @@
 
 #include "common/log.h"
 #include "fuzz_util.h"
-#include "node/go_utf8.h"
-#include "node/hotfix_pointer.h"
+#include "node/go/go_utf8.h"
+#include "node/host/hotfix_pointer.h"
 
 using namespace hotfix::node;
 

@@ -14,7 +14,7 @@
 
 #include "common/deadline.h"
 #include "fuzz_util.h"
-#include "node/imds.h"
+#include "node/call/imds.h"
 #include "wire/memory_stream.h"
 
 using namespace hotfix;

@@ -11,8 +11,8 @@
 #include "common/base64.h"
 #include "common/host_port.h"
 #include "fuzz_util.h"
-#include "node/lps_target.h"
-#include "node/nbc_cmd.h"
+#include "node/call/lps_target.h"
+#include "node/host/nbc_cmd.h"
 
 using namespace hotfix::node;
 

@@ -10,8 +10,8 @@
 #include "common/base64.h"
 #include "common/host_port.h"
 #include "fuzz_util.h"
-#include "node/hotfix_pointer.h"
-#include "node/lps_target.h"
+#include "node/call/lps_target.h"
+#include "node/host/hotfix_pointer.h"
 
 using namespace hotfix::node;
 

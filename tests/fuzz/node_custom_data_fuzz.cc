@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "fuzz_util.h"
-#include "node/node_custom_data.h"
+#include "node/host/node_custom_data.h"
 
 using namespace hotfix::node;
 

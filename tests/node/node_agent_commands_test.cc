@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "node/provision_report.h"
+#include "node/download/provision_report.h"
 #include "temp_dir.h"
 
 namespace hotfix::node {

@@ -1,8 +1,8 @@
 // Source addresses whose peers were at fault too often lately, so most of their next
 // connections can be closed before the TLS handshake: a refused call already costs little of
 // what the service decides (a hash), but its handshake is most of what is left
-// (docs/history/BENCHMARKS.md, "refused calls"). The server uses it only with --proxy-protocol, where
-// the address is the node's; without the header every connection is the proxy's and one bad
+// (docs/history/BENCHMARKS.md, "refused calls"). The server uses it only with --proxy-protocol,
+// where the address is the node's; without the header every connection is the proxy's and one bad
 // node would shed the fleet.
 //
 // Only evidence that is the peer's own counts (the server decides: grpc_server.cc,
