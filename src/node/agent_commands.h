@@ -2,7 +2,7 @@
 // parses the flags (usage errors exit 2 there) and calls one of these; each sets up what its
 // command needs (the log file, IMDS, the route to the service), runs it, prints a dry run's
 // plan, and returns the process's exit status by the agent's policy (docs/CHECK-HOTFIX.md,
-// docs/DOWNLOAD-HOTFIX.md, "Exit status"):
+// "Outcomes"; docs/DOWNLOAD-HOTFIX.md, "Exit codes and outcomes"):
 //   check-hotfix     0 whatever the check finds, even when setting it up throws (fail-open)
 //   download-hotfix  the run's: 0 unless an install was attempted and failed (1); an exception
 //                    setting it up is 1, said on stderr
