@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "markdown_table.h"
 #include "service_fixture.h"
 #include "text_util.h"
 
@@ -44,35 +45,6 @@ std::string UnitOfFile(const std::string& relative) {
 // The unit an include names, or "" for what is not this tree's (generated code, build_info.h).
 std::string UnitOfInclude(const std::string& include) { return UnitOfFile("src/" + include); }
 
-// The cells of each row of the Markdown table whose header row starts with `header`.
-std::vector<std::vector<std::string>> TableRows(const std::string& doc, const std::string& header) {
-  std::vector<std::vector<std::string>> rows;
-  const size_t at = doc.find(header);
-  EXPECT_NE(at, std::string::npos) << header;
-  if (at == std::string::npos) return rows;
-  std::istringstream in(doc.substr(at));
-  std::string line;
-  std::getline(in, line);  // the header
-  std::getline(in, line);  // |---|---|
-  while (std::getline(in, line) && line.rfind("|", 0) == 0) {
-    std::vector<std::string> cells;
-    std::istringstream row(line.substr(1));
-    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(cell);
-    rows.push_back(cells);
-  }
-  return rows;
-}
-
-std::vector<std::string> Backticked(const std::string& cell) {
-  std::vector<std::string> out;
-  const std::regex word("`([^`]+)`");
-  for (auto it = std::sregex_iterator(cell.begin(), cell.end(), word); it != std::sregex_iterator();
-       ++it) {
-    out.push_back((*it)[1]);
-  }
-  return out;
-}
-
 bool IsLayerBelowRooms(const std::string& token) {
   return token == "common" || token == "wire" || token == "contract";
 }
@@ -84,7 +56,7 @@ std::vector<std::string> ReadRoomTable(const std::string& doc, const std::string
                                        const std::string& layer, Rules& rules) {
   std::vector<std::string> rooms;
   std::map<std::string, std::string> links;
-  for (const auto& cells : TableRows(doc, header)) {
+  for (const auto& cells : MarkdownTableRows(doc, header)) {
     if (cells.size() < 4) continue;
     const std::vector<std::string> name = Backticked(cells[0]);
     const std::string room =
@@ -125,7 +97,7 @@ Rules ReadRules(const std::string& doc) {
   EXPECT_GE(rooms["service"].size(), 7u) << "the service's rooms table was not found whole";
   EXPECT_GE(rooms["node"].size(), 7u) << "the node's rooms table was not found whole";
   // The layers.
-  for (const auto& cells : TableRows(doc, "| unit | may include |")) {
+  for (const auto& cells : MarkdownTableRows(doc, "| unit | may include |")) {
     if (cells.size() < 2) continue;
     const std::vector<std::string> unit = Backticked(cells[0]);
     if (unit.empty()) continue;

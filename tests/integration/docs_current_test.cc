@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "markdown_table.h"
 #include "service_fixture.h"
 #include "text_util.h"
 
@@ -22,35 +23,6 @@ namespace hotfix::testsupport {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The text of the Markdown table whose header row starts with `header`: its rows' cells.
-std::vector<std::vector<std::string>> Table(const std::string& doc, const std::string& header) {
-  std::vector<std::vector<std::string>> rows;
-  const size_t at = doc.find(header);
-  EXPECT_NE(at, std::string::npos) << header;
-  if (at == std::string::npos) return rows;
-  std::istringstream in(doc.substr(at));
-  std::string line;
-  std::getline(in, line);  // the header
-  std::getline(in, line);  // |---|
-  while (std::getline(in, line) && line.rfind("|", 0) == 0) {
-    std::vector<std::string> cells;
-    std::istringstream row(line.substr(1));
-    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(cell);
-    rows.push_back(cells);
-  }
-  return rows;
-}
-
-std::vector<std::string> Backticked(const std::string& text) {
-  std::vector<std::string> out;
-  const std::regex word("`([^`]+)`");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), word); it != std::sregex_iterator();
-       ++it) {
-    out.push_back((*it)[1]);
-  }
-  return out;
-}
 
 // scripts/test.sh's parts, in the order it runs them: its `part NAME` lines.
 std::vector<std::string> TestCommandParts() {
@@ -68,7 +40,8 @@ TEST(DocsCurrentTest, TheReadmeListsTheTestCommandsPartsInOrder) {
   const std::vector<std::string> parts = TestCommandParts();
   ASSERT_GE(parts.size(), 8u);
   std::vector<std::string> listed;
-  for (const auto& row : Table(ReadFile(fs::path(SourceDir()) / "README.md"), "| part | what |")) {
+  for (const auto& row :
+       MarkdownTableRows(ReadFile(fs::path(SourceDir()) / "README.md"), "| part | what |")) {
     for (const std::string& name : Backticked(row.at(0))) listed.push_back(name);
   }
   EXPECT_EQ(listed, parts) << "README.md's table of scripts/test.sh's parts";
@@ -81,7 +54,7 @@ TEST(DocsCurrentTest, TheLatestMeasuredRunHasEveryPart) {
   const size_t measurements = doc.find("### Measurements", section);
   ASSERT_NE(measurements, std::string::npos);
   std::vector<std::string> measured;
-  for (const auto& row : Table(doc.substr(measurements), "| part | wall |")) {
+  for (const auto& row : MarkdownTableRows(doc.substr(measurements), "| part | wall |")) {
     std::string name = row.at(0);
     name = std::regex_replace(name, std::regex(R"(\*|\(.*\)|^\s+|\s+$)"), "");
     if (name != "total") measured.push_back(name);
@@ -93,7 +66,7 @@ TEST(DocsCurrentTest, TheLatestMeasuredRunHasEveryPart) {
 void CheckRoomTable(const std::string& doc, const std::string& header, const std::string& layer) {
   const fs::path root = fs::path(SourceDir()) / "src" / layer;
   size_t rooms = 0;
-  for (const auto& row : Table(doc, header)) {
+  for (const auto& row : MarkdownTableRows(doc, header)) {
     ASSERT_GE(row.size(), 2u);
     const std::vector<std::string> name = Backticked(row[0]);
     const fs::path folder = name.empty() ? root : root / name[0];

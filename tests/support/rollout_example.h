@@ -1,8 +1,10 @@
-// What the rollout tests share: a time from its text, and the example rollout of
+// What the rollout tests share: a time from its text, the example rollout of
 // docs/ROLLOUTS.md (1% at 00:00, 10.5% at 06:00, 100% on the 5th; one subscription, east US
-// clusters).
+// clusters), and a store of one component file a test replaces.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -11,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "service/rollout/rollout.h"
+#include "service/store/component_file.h"
+#include "service/store/component_store.h"
 
 namespace hotfix::service {
 
@@ -46,5 +50,26 @@ inline nlohmann::json ExampleRollout(const std::string& name = "anc-1") {
 inline nlohmann::json ExampleFile(const std::string& name) {
   return {{"hotfixes", {{"202604.01", "202604.01.3"}}}, {"rollouts", {ExampleRollout(name)}}};
 }
+
+// A store serving one aksNodeController file that a test sets and replaces, one generation
+// per Set.
+class SwappableStore : public ComponentStore {
+ public:
+  void Set(const nlohmann::json& file) {
+    auto parsed = ParseComponentConfig("aksNodeController", file.dump());
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    auto snapshot = std::make_shared<StoreSnapshot>();
+    snapshot->generation = ++generation_;
+    snapshot->components["aksNodeController"] =
+        std::make_shared<const ComponentConfig>(std::move(*parsed));
+    snapshot_ = snapshot;
+  }
+  uint64_t generation() const { return generation_; }
+  std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
+
+ private:
+  uint64_t generation_ = 0;
+  std::shared_ptr<const StoreSnapshot> snapshot_;
+};
 
 }  // namespace hotfix::service

@@ -93,6 +93,11 @@ size_t RaiseFdLimit() {
 struct GrpcServer::Impl {
   class Loop;
 
+  // options.clock's time, or the steady clock's.
+  SteadyClock::time_point Now() const {
+    return options.clock ? options.clock() : SteadyClock::now();
+  }
+
   GrpcServerOptions options;
   std::vector<std::unique_ptr<Listener>> listeners;
   std::vector<std::unique_ptr<Loop>> loops;
@@ -239,7 +244,7 @@ Status GrpcServer::Impl::Loop::Init() {
   }
   next_id_ = kFirstConnectionId;
   if (server_->options.tls != nullptr) ssl_ctx_ = server_->options.tls->Current(&ssl_generation_);
-  next_tls_check_ = SteadyClock::now() + server_->options.tls_refresh;
+  next_tls_check_ = server_->Now() + server_->options.tls_refresh;
   return Status::Ok();
 }
 
@@ -252,9 +257,9 @@ void GrpcServer::Impl::Loop::BeginDrain(SteadyClock::time_point deadline) {
 
 void GrpcServer::Impl::Loop::Run() {
   std::array<epoll_event, 64> events;
-  SteadyClock::time_point next_tick = SteadyClock::now() + kTick;
+  SteadyClock::time_point next_tick = server_->Now() + kTick;
   for (;;) {
-    if (draining_ && (draining_connections_ == 0 || SteadyClock::now() >= drain_deadline_)) {
+    if (draining_ && (draining_connections_ == 0 || server_->Now() >= drain_deadline_)) {
       // Nothing left to wait for, or the grace is over: whatever is left is cut off.
       while (!connections_.empty()) Close(connections_.begin()->second.get());
       return;
@@ -275,7 +280,7 @@ void GrpcServer::Impl::Loop::Run() {
       }
     }
     ResumeReading();
-    SteadyClock::time_point now = SteadyClock::now();
+    SteadyClock::time_point now = server_->Now();
     if (now >= next_tick) {
       Tick(now);
       next_tick = now + kTick;
@@ -294,7 +299,7 @@ int GrpcServer::Impl::Loop::WaitMs(SteadyClock::time_point next_tick) const {
   if (draining_) until = std::min(until, drain_deadline_);
   if (index_ == 0 && server_->options.tls != nullptr) until = std::min(until, next_tls_check_);
   if (until == SteadyClock::time_point::max()) return -1;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - SteadyClock::now());
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - server_->Now());
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 24 * 3600 * 1000));
 }
 
@@ -379,7 +384,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     server.Report(TransportEvent::kAccepted, c->peer);
     epoll_event ev{.events = EPOLLIN, .data = {.u64 = c->id}};
     epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c->fd.get(), &ev);
-    c->handshake_deadline = SteadyClock::now() + server.options.handshake_timeout;
+    c->handshake_deadline = server_->Now() + server.options.handshake_timeout;
     if (listener->proxy_protocol) {
       c->awaiting_proxy_header = true;
       continue;  // EPOLLIN: ReadProxyHeader
@@ -408,7 +413,7 @@ void GrpcServer::Impl::Loop::ReadProxyHeader(Connection* conn) {
                          static_cast<char>(id >> 16), static_cast<char>(id >> 24)};
         conn->peer += ";azure-link-id=" + std::to_string(id);
       }
-      if (server_->refused_peers->Shed(conn->address, SteadyClock::now())) {
+      if (server_->refused_peers->Shed(conn->address, server_->Now())) {
         server_->Report(TransportEvent::kShedRefusedPeer, conn->peer);
         Close(conn);
         return;
@@ -529,7 +534,7 @@ void GrpcServer::Impl::Loop::StartSession(Connection* conn) {
   session_options.events = server_->options.events;
   if (!conn->listener->apart()) session_options.kept_metadata = server_->options.kept_metadata;
   session_options.memory = conn->memory;
-  conn->session = std::make_unique<H2Session>(session_options, conn->peer, SteadyClock::now());
+  conn->session = std::make_unique<H2Session>(session_options, conn->peer, server_->Now());
   if (draining_ && !conn->listener->open_while_draining) conn->session->Shutdown();
   // TLS 1.3 clients send their preface, and often the call, with the handshake's last flight:
   // it may already sit in OpenSSL's buffer, where epoll cannot see it. Reading it first lets
@@ -607,7 +612,7 @@ void GrpcServer::Impl::Loop::ReadSome(Connection* conn) {
       }
     }
     if (!conn->session->Receive(std::string_view(buffer_.data(), static_cast<size_t>(n)),
-                                SteadyClock::now())) {
+                                server_->Now())) {
       conn->closing = true;  // the GOAWAY goes out, then the connection closes
       break;
     }
@@ -625,7 +630,7 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
       if (conn->session) conn->session->TakeOutput(&conn->out, kMaxPendingOutputBytes);
       ChargeOutput(conn);
       if (conn->out.empty()) break;
-      conn->output_since = SteadyClock::now();
+      conn->output_since = server_->Now();
     }
     const char* data = conn->out.data() + conn->out_offset;
     size_t size = Pending(conn);
@@ -660,7 +665,7 @@ void GrpcServer::Impl::Loop::Flush(Connection* conn) {
       }
     }
     conn->out_offset += static_cast<size_t>(n);
-    conn->output_since = SteadyClock::now();
+    conn->output_since = server_->Now();
   }
   UpdateInterest(conn, false);
   if (conn->session == nullptr) return;
@@ -712,7 +717,7 @@ void GrpcServer::Impl::Loop::Close(Connection* conn) {
   // Evidence that is this peer's own (refused_peers.h), once its PROXY header named it.
   const bool at_fault = conn->at_fault || (conn->session && conn->session->peer_at_fault());
   if (conn->listener->proxy_protocol && !conn->awaiting_proxy_header && at_fault) {
-    server_->refused_peers->Record(conn->address, SteadyClock::now());
+    server_->refused_peers->Record(conn->address, server_->Now());
   }
   if (conn->peer_counted) server_->peer_counts.Release(conn->address);
   if (conn->listener->apart()) {
@@ -819,7 +824,7 @@ void GrpcServer::Drain(std::chrono::milliseconds grace) {
   std::lock_guard<std::mutex> lock(impl_->drain_mu);
   if (impl_->drained) return;
   impl_->drained = true;
-  SteadyClock::time_point deadline = SteadyClock::now() + grace;
+  SteadyClock::time_point deadline = impl_->Now() + grace;
   for (auto& loop : impl_->loops) loop->BeginDrain(deadline);
   // Each loop takes the listeners out of its epoll first thing; closing them here as well
   // makes the kernel refuse new connections at once.

@@ -88,6 +88,12 @@ struct GrpcServerOptions {
   std::chrono::milliseconds output_stall_timeout{10000};
   TransportEventSink* events = nullptr;  // borrowed; may be null
   Logger* log = nullptr;                 // borrowed
+  // The loops' clock, on which every deadline is measured: the handshake, a connection's first
+  // answer, a request, its idleness, an output stall, a drain's grace, the refused peers'
+  // window. Empty: std::chrono::steady_clock. A test moves its own clock to pass a bound
+  // without waiting it out; the loops read the clock at least every 50 ms of real time while
+  // they hold connections.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 class GrpcServer {

@@ -194,24 +194,6 @@ TEST(AutoHaltPolicyParse, RefusesWhatItShould) {
 
 constexpr char kAks[] = "aksNodeController";
 
-// A store whose snapshot a test replaces.
-class SwappableStore : public ComponentStore {
- public:
-  void Set(const json& file) {
-    auto parsed = ParseComponentConfig(kAks, file.dump());
-    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-    auto snapshot = std::make_shared<StoreSnapshot>();
-    snapshot->generation = ++generation_;
-    snapshot->components[kAks] = std::make_shared<const ComponentConfig>(std::move(*parsed));
-    snapshot_ = snapshot;
-  }
-  std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
-
- private:
-  uint64_t generation_ = 0;
-  std::shared_ptr<const StoreSnapshot> snapshot_;
-};
-
 // Evidence a test sets; counts the fetches (atomically: the background test reads the count
 // while the controller's thread fetches; the other fields are for one-thread tests).
 class FakeSource : public OutcomeSource {

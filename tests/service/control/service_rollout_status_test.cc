@@ -24,25 +24,6 @@ using json = nlohmann::json;
 
 constexpr char kAks[] = "aksNodeController";
 
-// A store whose snapshot a test replaces, one generation per Set.
-class SwappableStore : public ComponentStore {
- public:
-  void Set(const json& file) {
-    auto parsed = ParseComponentConfig(kAks, file.dump());
-    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-    auto snapshot = std::make_shared<StoreSnapshot>();
-    snapshot->generation = ++generation_;
-    snapshot->components[kAks] = std::make_shared<const ComponentConfig>(std::move(*parsed));
-    snapshot_ = snapshot;
-  }
-  uint64_t generation() const { return generation_; }
-  std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
-
- private:
-  uint64_t generation_ = 0;
-  std::shared_ptr<const StoreSnapshot> snapshot_;
-};
-
 json TwoRollouts() {
   json file = ExampleFile("anc-1");
   file["rollouts"].push_back(ExampleRollout("anc-2"));

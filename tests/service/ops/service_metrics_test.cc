@@ -29,24 +29,6 @@ using ::testing::HasSubstr;
 
 constexpr char kAks[] = "aksNodeController";
 
-class OneFileStore : public ComponentStore {
- public:
-  explicit OneFileStore(const nlohmann::json& file) {
-    auto parsed = ParseComponentConfig(kAks, file.dump());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-    auto snapshot = std::make_shared<StoreSnapshot>();
-    snapshot->generation = 1;
-    if (parsed.ok()) {
-      snapshot->components[kAks] = std::make_shared<const ComponentConfig>(std::move(*parsed));
-    }
-    snapshot_ = snapshot;
-  }
-  std::shared_ptr<const StoreSnapshot> Current() const override { return snapshot_; }
-
- private:
-  std::shared_ptr<const StoreSnapshot> snapshot_;
-};
-
 // The text format's samples: "name{labels}" -> value (comments and blank lines skipped).
 std::map<std::string, double> Samples(const std::string& text) {
   std::map<std::string, double> samples;
@@ -76,10 +58,10 @@ std::string Get(uint16_t port, const std::string& path, int* status) {
 
 class MetricsTest : public ::testing::Test {
  protected:
-  MetricsTest() : store_(ExampleFile("anc-1")), status_(&store_) {}
+  MetricsTest() : status_(&store_) { store_.Set(ExampleFile("anc-1")); }
 
   PrometheusMetrics metrics_{{.max_subscription_labels = 2, .version = "1.2.3", .revision = "abc"}};
-  OneFileStore store_;
+  SwappableStore store_;
   RolloutStatus status_;
 };
 

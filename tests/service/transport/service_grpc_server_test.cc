@@ -3,7 +3,9 @@
 // handler and its answer comes back on the loop that accepted it, the connection caps close
 // what is over them at once, a listener apart has a cap of its own, an idle connection is
 // closed by its first-request bound, and a drain refuses new connections and sends GOAWAY.
-// Every wait is on a socket event with a bound, never a sleep.
+// The deadlines are also run on a clock the test moves (GrpcServerOptions::clock): nothing
+// happens while real time passes, and the bound acts once the clock passes it. Every wait is
+// on a socket event with a bound, never a sleep.
 
 #include "service/transport/grpc_server.h"
 
@@ -14,9 +16,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "h2_frames.h"
@@ -246,6 +250,97 @@ TEST(GrpcServerTest, ADrainSendsGoawayAndRefusesNewConnections) {
   EXPECT_TRUE(open.GoawayWithin(seconds(10)));
   EXPECT_LT(testsupport::net::ConnectTcp("127.0.0.1", port), 0);  // the listener is closed
   (*server)->Drain(milliseconds(0));                              // idempotent
+}
+
+// A clock the test moves (GrpcServerOptions::clock), read by the loops' threads.
+class FakeClock {
+ public:
+  std::chrono::steady_clock::time_point Now() const {
+    return start_ + std::chrono::nanoseconds(offset_ns_.load());
+  }
+  void Advance(std::chrono::nanoseconds by) { offset_ns_ += by.count(); }
+  std::function<std::chrono::steady_clock::time_point()> Function() {
+    return [this] { return Now(); };
+  }
+
+ private:
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::atomic<int64_t> offset_ns_{0};
+};
+
+TEST(GrpcServerClockTest, AConnectionWithoutACallIsClosedWhenItsClockPassesTheBound) {
+  testsupport::net::IgnoreSigpipe();
+  EchoHandler handler;
+  FakeClock clock;
+  GrpcServerOptions options = H2cOptions(&handler);
+  options.clock = clock.Function();
+  options.limits.first_request_timeout = seconds(10);
+  auto server = GrpcServer::Start(std::move(options));
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  Client idle((*server)->port(0));
+  ASSERT_TRUE(idle.Send(h2::ClientPreface() + h2::Settings()));
+  // Real time passes, the server's clock does not: the connection stays.
+  EXPECT_FALSE(idle.ClosedWithin(milliseconds(300)));
+  clock.Advance(seconds(11));
+  EXPECT_TRUE(idle.ClosedWithin(seconds(10)));
+}
+
+TEST(GrpcServerClockTest, ARequestThatDoesNotFinishIsResetWhenItsClockPassesTheBound) {
+  testsupport::net::IgnoreSigpipe();
+  EchoHandler handler;
+  FakeClock clock;
+  GrpcServerOptions options = H2cOptions(&handler);
+  options.clock = clock.Function();
+  options.limits.first_request_timeout = seconds(60);
+  options.limits.request_timeout = seconds(5);
+  auto server = GrpcServer::Start(std::move(options));
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  Client slow((*server)->port(0));
+  // HEADERS without END_STREAM, and no DATA: a request that never ends.
+  ASSERT_TRUE(
+      slow.Send(h2::ClientPreface() + h2::Settings() +
+                h2::Headers(1, h2::HpackBlock(h2::GrpcRequestFields("/test.Echo/Call", "a")),
+                            h2::kEndHeaders)));
+  auto reset_or_goaway = [&](milliseconds within) {
+    while (auto frame = slow.Next(within)) {
+      if (frame->type == h2::kRstStream || frame->type == h2::kGoaway) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(reset_or_goaway(milliseconds(300)));
+  clock.Advance(seconds(6));
+  EXPECT_TRUE(reset_or_goaway(seconds(10)));
+  EXPECT_TRUE(handler.paths().empty());
+}
+
+TEST(GrpcServerClockTest, ADrainWaitsForItsGraceOnTheClock) {
+  testsupport::net::IgnoreSigpipe();
+  EchoHandler handler;
+  FakeClock clock;
+  GrpcServerOptions options = H2cOptions(&handler);
+  options.clock = clock.Function();
+  options.limits.first_request_timeout = seconds(600);
+  options.limits.request_timeout = seconds(600);
+  auto server = GrpcServer::Start(std::move(options));
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  Client busy((*server)->port(0));
+  // A stream left open holds the drain for its grace.
+  ASSERT_TRUE(
+      busy.Send(h2::ClientPreface() + h2::Settings() +
+                h2::Headers(1, h2::HpackBlock(h2::GrpcRequestFields("/test.Echo/Call", "a")),
+                            h2::kEndHeaders)));
+  std::atomic<bool> drained{false};
+  std::thread drain([&] {
+    (*server)->Drain(seconds(30));
+    drained = true;
+  });
+  EXPECT_TRUE(busy.GoawayWithin(seconds(10)));
+  EXPECT_FALSE(busy.ClosedWithin(milliseconds(300)));
+  EXPECT_FALSE(drained.load());
+  clock.Advance(seconds(31));
+  EXPECT_TRUE(busy.ClosedWithin(seconds(10)));
+  drain.join();
+  EXPECT_TRUE(drained.load());
 }
 
 TEST(GrpcServerTest, ABusyPortIsARefusalNotAShare) {
