@@ -12,6 +12,7 @@
 #include "service/control/fleet.h"
 #include "service/control/plan.h"
 #include "service/control/rollout_edit.h"
+#include "service/control/rollout_status.h"
 #include "service/control/simulate.h"
 #include "service/control/validate.h"
 #include "service/rollout/rollout.h"
@@ -33,10 +34,10 @@ std::optional<int> BadComponent(std::ostream& err, std::string_view tool,
                    kToolUsage);
 }
 
-// --at: an RFC 3339 time, or now when empty.
+// --at: an RFC 3339 time, or now (as rollouts see it) when empty.
 StatusOr<RolloutTime> AtOrNow(const std::string& text) {
   if (!text.empty()) return ParseRolloutTime(text);
-  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  return RolloutNow();
 }
 
 // The fleet simulate counts: the node file's, or random nodes. nullopt with the exit status

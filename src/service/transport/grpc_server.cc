@@ -384,7 +384,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     server.Report(TransportEvent::kAccepted, c->peer);
     epoll_event ev{.events = EPOLLIN, .data = {.u64 = c->id}};
     epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c->fd.get(), &ev);
-    c->handshake_deadline = server_->Now() + server.options.handshake_timeout;
+    c->handshake_deadline = server.Now() + server.options.handshake_timeout;
     if (listener->proxy_protocol) {
       c->awaiting_proxy_header = true;
       continue;  // EPOLLIN: ReadProxyHeader

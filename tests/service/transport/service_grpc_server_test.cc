@@ -65,11 +65,10 @@ class Client {
   bool SendCall(uint32_t stream, const std::string& message) {
     const std::string framed =
         std::string(1, '\0') + BigEndian32(static_cast<uint32_t>(message.size())) + message;
-    return Send((stream == 1 ? h2::ClientPreface() + h2::Settings() : std::string()) +
-                h2::Headers(stream, h2::HpackBlock(h2::GrpcRequestFields("/test.Echo/Call", "a")),
-                            h2::kEndHeaders) +
-                h2::Data(stream, framed, true));
+    return Send(Opening(stream) + h2::Data(stream, framed, true));
   }
+  // A request's HEADERS without END_STREAM, and no DATA: a request that never ends.
+  bool SendUnfinishedRequest() { return Send(Opening(1)); }
 
   // The next frame, or nullopt when the server closed the connection (or `limit` passed).
   std::optional<h2::ReceivedFrame> Next(milliseconds limit = seconds(10)) {
@@ -122,6 +121,12 @@ class Client {
   }
 
  private:
+  // The preface on the connection's first stream, then the stream's HEADERS (no END_STREAM).
+  static std::string Opening(uint32_t stream) {
+    return (stream == 1 ? h2::ClientPreface() + h2::Settings() : std::string()) +
+           h2::Headers(stream, h2::HpackBlock(h2::GrpcRequestFields("/test.Echo/Call", "a")),
+                       h2::kEndHeaders);
+  }
   static std::string BigEndian32(uint32_t v) {
     return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
             static_cast<char>(v)};
@@ -141,10 +146,28 @@ ListenerSpec H2cListener(GrpcHandler* handler, const char* flag) {
   return listener;
 }
 
-GrpcServerOptions H2cOptions(GrpcHandler* handler) {
+// A clock the test moves (GrpcServerOptions::clock), read by the loops' threads.
+class FakeClock {
+ public:
+  std::chrono::steady_clock::time_point Now() const {
+    return start_ + std::chrono::nanoseconds(offset_ns_.load());
+  }
+  void Advance(std::chrono::nanoseconds by) { offset_ns_ += by.count(); }
+  std::function<std::chrono::steady_clock::time_point()> Function() {
+    return [this] { return Now(); };
+  }
+
+ private:
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::atomic<int64_t> offset_ns_{0};
+};
+
+// One h2c listener, two loops; on `clock` when one is given.
+GrpcServerOptions H2cOptions(GrpcHandler* handler, FakeClock* clock = nullptr) {
   GrpcServerOptions options;
   options.listeners = {H2cListener(handler, "--test")};
   options.threads = 2;
+  if (clock != nullptr) options.clock = clock->Function();
   return options;
 }
 
@@ -252,28 +275,11 @@ TEST(GrpcServerTest, ADrainSendsGoawayAndRefusesNewConnections) {
   (*server)->Drain(milliseconds(0));                              // idempotent
 }
 
-// A clock the test moves (GrpcServerOptions::clock), read by the loops' threads.
-class FakeClock {
- public:
-  std::chrono::steady_clock::time_point Now() const {
-    return start_ + std::chrono::nanoseconds(offset_ns_.load());
-  }
-  void Advance(std::chrono::nanoseconds by) { offset_ns_ += by.count(); }
-  std::function<std::chrono::steady_clock::time_point()> Function() {
-    return [this] { return Now(); };
-  }
-
- private:
-  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::atomic<int64_t> offset_ns_{0};
-};
-
 TEST(GrpcServerClockTest, AConnectionWithoutACallIsClosedWhenItsClockPassesTheBound) {
   testsupport::net::IgnoreSigpipe();
   EchoHandler handler;
   FakeClock clock;
-  GrpcServerOptions options = H2cOptions(&handler);
-  options.clock = clock.Function();
+  GrpcServerOptions options = H2cOptions(&handler, &clock);
   options.limits.first_request_timeout = seconds(10);
   auto server = GrpcServer::Start(std::move(options));
   ASSERT_TRUE(server.ok()) << server.status().ToString();
@@ -289,18 +295,13 @@ TEST(GrpcServerClockTest, ARequestThatDoesNotFinishIsResetWhenItsClockPassesTheB
   testsupport::net::IgnoreSigpipe();
   EchoHandler handler;
   FakeClock clock;
-  GrpcServerOptions options = H2cOptions(&handler);
-  options.clock = clock.Function();
+  GrpcServerOptions options = H2cOptions(&handler, &clock);
   options.limits.first_request_timeout = seconds(60);
   options.limits.request_timeout = seconds(5);
   auto server = GrpcServer::Start(std::move(options));
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   Client slow((*server)->port(0));
-  // HEADERS without END_STREAM, and no DATA: a request that never ends.
-  ASSERT_TRUE(
-      slow.Send(h2::ClientPreface() + h2::Settings() +
-                h2::Headers(1, h2::HpackBlock(h2::GrpcRequestFields("/test.Echo/Call", "a")),
-                            h2::kEndHeaders)));
+  ASSERT_TRUE(slow.SendUnfinishedRequest());
   auto reset_or_goaway = [&](milliseconds within) {
     while (auto frame = slow.Next(within)) {
       if (frame->type == h2::kRstStream || frame->type == h2::kGoaway) return true;
@@ -317,18 +318,14 @@ TEST(GrpcServerClockTest, ADrainWaitsForItsGraceOnTheClock) {
   testsupport::net::IgnoreSigpipe();
   EchoHandler handler;
   FakeClock clock;
-  GrpcServerOptions options = H2cOptions(&handler);
-  options.clock = clock.Function();
+  GrpcServerOptions options = H2cOptions(&handler, &clock);
   options.limits.first_request_timeout = seconds(600);
   options.limits.request_timeout = seconds(600);
   auto server = GrpcServer::Start(std::move(options));
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   Client busy((*server)->port(0));
   // A stream left open holds the drain for its grace.
-  ASSERT_TRUE(
-      busy.Send(h2::ClientPreface() + h2::Settings() +
-                h2::Headers(1, h2::HpackBlock(h2::GrpcRequestFields("/test.Echo/Call", "a")),
-                            h2::kEndHeaders)));
+  ASSERT_TRUE(busy.SendUnfinishedRequest());
   std::atomic<bool> drained{false};
   std::thread drain([&] {
     (*server)->Drain(seconds(30));
