@@ -17,11 +17,17 @@
 // authenticator's clock; asking twice (the second answer from the cache) gives the same
 // answer; a refusal's message never echoes the token; and a fresh authenticator (the full
 // check, nothing cached) and the long-lived one whose caches hold the signer and the refused
-// signer give the same answer, the same failure and the same identity.
+// signer give the same answer, the same failure and the same identity. The content parser
+// (nlohmann's SAX events) reads every input, the raw bytes and the JSON to be signed, as the
+// DOM reading it replaced did (dom_reference below).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -147,6 +153,71 @@ std::string Edited(std::string der, std::string_view edits) {
   return EncodeStdBase64(der);
 }
 
+// The DOM reading ParseAttestedContent replaced (attested_content.cc, before its SAX
+// handler): the reference the handler is held to, message for message and field for field.
+namespace dom_reference {
+
+const std::string* NonEmptyString(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+    return nullptr;
+  }
+  return &it->get_ref<const std::string&>();
+}
+
+std::optional<Clock::time_point> Timestamp(const nlohmann::json& doc, const char* key) {
+  auto stamps = doc.find("timeStamp");
+  if (stamps == doc.end() || !stamps->is_object()) return std::nullopt;
+  const std::string* text = NonEmptyString(*stamps, key);
+  return text == nullptr ? std::nullopt : ParseImdsTimestamp(*text);
+}
+
+StatusOr<AttestedContent> Parse(std::string_view json) {
+  nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::InvalidArgument("not a JSON object");
+  AttestedContent out;
+  const std::string* vm_id = NonEmptyString(doc, "vmId");
+  const std::string* subscription = NonEmptyString(doc, "subscriptionId");
+  if (vm_id == nullptr) return Status::InvalidArgument("no vmId string");
+  if (subscription == nullptr) return Status::InvalidArgument("no subscriptionId string");
+  out.identity.vm_id = *vm_id;
+  out.identity.subscription_id = *subscription;
+  if (const std::string* sku = NonEmptyString(doc, "sku")) out.identity.sku = *sku;
+  std::optional<Clock::time_point> created = Timestamp(doc, "createdOn");
+  std::optional<Clock::time_point> expires = Timestamp(doc, "expiresOn");
+  if (!created || !expires || *expires <= *created) {
+    return Status::InvalidArgument(
+        "timeStamp.createdOn/expiresOn missing, not MM/DD/YY HH:MM:SS -0000, or out of order");
+  }
+  out.created_on = *created;
+  out.identity.expires_at = *expires;
+  return out;
+}
+
+}  // namespace dom_reference
+
+void CheckContentReadAsTheDomReadsIt(std::string_view json) {
+  StatusOr<AttestedContent> read = ParseAttestedContent(json);
+  StatusOr<AttestedContent> reference = dom_reference::Parse(json);
+  if (!reference.ok()) reference = reference.status().Annotate("attested document content");
+  bool same = read.ok() == reference.ok();
+  if (same && read.ok()) {
+    same = read->identity.vm_id == reference->identity.vm_id &&
+           read->identity.subscription_id == reference->identity.subscription_id &&
+           read->identity.sku == reference->identity.sku &&
+           read->identity.expires_at == reference->identity.expires_at &&
+           read->created_on == reference->created_on;
+  } else if (same) {
+    same = read.status().ToString() == reference.status().ToString();
+  }
+  if (!same) {
+    std::fprintf(stderr, "ParseAttestedContent: \"%s\", the DOM reading: \"%s\"\n",
+                 read.ok() ? "ok" : read.status().ToString().c_str(),
+                 reference.ok() ? "ok" : reference.status().ToString().c_str());
+    std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -157,9 +228,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string token;
   if ((data[0] & 1) == 0) {
     token = std::string(rest);
+    CheckContentReadAsTheDomReadsIt(rest);
     VerifySignedDocument(rest, world.ca.cert_pem(), "metadata.azure.com");
     ParseImdsTimestamp(rest);
   } else if ((data[0] & 2) == 0) {
+    CheckContentReadAsTheDomReadsIt(rest);
     token = testsupport::SignAttestedContent(rest, world.signer);
   } else {
     token = Edited((data[0] & 4) == 0 ? world.genuine_der : world.foreign_der, rest);

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -367,8 +366,7 @@ void GrpcServer::Impl::Loop::Accept(Listener* listener) {
     const bool count_peer = !listener->proxy_protocol && !listener->apart();
     if (count_peer && !server.AdmitPeer(address, peer)) continue;
     if (!listener->apart()) server.connections.fetch_add(1);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // TCP_NODELAY came with the socket, from the listener (listen_socket.h).
 
     auto conn = std::make_unique<Connection>();
     conn->id = next_id_++;

@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -33,6 +34,10 @@ StatusOr<UniqueFd> ListenTcp(const std::string& address, const std::string& flag
   int one = 1;
   // SO_REUSEADDR only (restart while old connections are in TIME_WAIT); never SO_REUSEPORT.
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // Every connection accepted from it starts with TCP_NODELAY (Linux copies the listener's
+  // TCP options into each accepted socket; service_listen_socket_test holds it to that): an
+  // answer's frames leave at once, and a node's connection costs no setsockopt of its own.
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (bind(fd.get(), found->ai_addr, found->ai_addrlen) != 0 || listen(fd.get(), 4096) != 0) {
     return Status::Unavailable(flag + " " + address + ": cannot listen there (" +
                                std::strerror(errno) + ")");

@@ -13,7 +13,8 @@
 namespace hotfix::service {
 
 // "ADDR:PORT" ("[v6]:PORT"; an empty ADDR: every address; port 0 picks one), non-blocking,
-// SO_REUSEADDR and never SO_REUSEPORT (a busy port is a refusal, never a shared one). A Status
+// SO_REUSEADDR and never SO_REUSEPORT (a busy port is a refusal, never a shared one), and
+// TCP_NODELAY, which the connections it accepts inherit. A Status
 // naming `flag` and the address when it cannot be parsed or bound.
 StatusOr<UniqueFd> ListenTcp(const std::string& address, const std::string& flag, uint16_t* port);
 

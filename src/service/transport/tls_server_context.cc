@@ -175,8 +175,11 @@ StatusOr<std::shared_ptr<SSL_CTX>> NewServerContext() {
   }
   SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
   // Idle connections give their 16 KiB+ record buffers back (docs/SERVICE.md, "Limits").
+  // The chain sent is the pair's file as it is: without NO_AUTO_CHAIN, OpenSSL would try to
+  // build one from the context's (empty) store on every handshake of a pair without
+  // intermediates (ssl_add_cert_chain: an X509_verify_cert per connection, for nothing).
   SSL_CTX_set_mode(c, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-                          SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+                          SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_NO_AUTO_CHAIN);
   // Read whole socket buffers, not a record header and then its body: a node's call arrives as
   // several records at once, and each would otherwise cost two read(2) calls.
   SSL_CTX_set_read_ahead(c, 1);

@@ -40,7 +40,8 @@ constexpr char kLegacy[] = "aks-security-patch.data.mcr.microsoft.com";
 
 struct Handshake {
   bool ok = false;
-  std::string served_cn;  // the server leaf's common name
+  std::string served_cn;      // the server leaf's common name
+  int certificates_sent = 0;  // the Certificate message's length
   std::string alpn;
   std::string client_error;
   std::optional<std::string> refused;  // TlsServerContext::RefusedServerName
@@ -110,6 +111,9 @@ Handshake Connect(SSL_CTX* server_ctx, const std::string& ca_pem, const std::str
   result.refused = TlsServerContext::RefusedServerName(server.get());
   result.ok = client_done && server_done && !failed;
   if (result.ok) {
+    if (STACK_OF(X509)* sent = SSL_get_peer_cert_chain(client.get())) {
+      result.certificates_sent = sk_X509_num(sent);
+    }
     if (X509* peer = SSL_get0_peer_certificate(client.get())) {
       char cn[256] = "";
       X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof cn);
@@ -252,6 +256,30 @@ TEST_F(TlsServerContextTest, OnePairServesEveryNameAsBefore) {
   testsupport::WritePemFiles(dir_.path(), "single", pair);
   (*tls)->ReloadIfChanged(&log_);
   EXPECT_TRUE((*tls)->last_reload_successful());
+}
+
+// The Certificate message carries the pair's file, never a chain OpenSSL built: a leaf alone
+// is sent alone even when its issuer is in the context's store, where OpenSSL's automatic
+// chain building would find it (and spend a chain verification on every handshake looking).
+TEST_F(TlsServerContextTest, TheChainSentIsThePairsFileNothingBuilt) {
+  CertAndKey pair = testsupport::IssueLocalServerCert(ca_a_, {kClusterA});
+  testsupport::PemPaths paths = testsupport::WritePemFiles(dir_.path(), "single", pair);
+  auto tls = TlsServerContext::Load(paths.cert.string(), paths.key.string());
+  ASSERT_TRUE(tls.ok()) << tls.status().message();
+  StatusOr<std::vector<ossl::X509Ptr>> ca = ossl::ParsePemCertificates(ca_a_.cert_pem());
+  ASSERT_TRUE(ca.ok());
+  ASSERT_EQ(X509_STORE_add_cert(SSL_CTX_get_cert_store(Ctx(**tls)), ca->front().get()), 1);
+  Handshake alone = Connect(Ctx(**tls), ca_a_.cert_pem(), kClusterA, kClusterA);
+  ASSERT_TRUE(alone.ok) << alone.client_error;
+  EXPECT_EQ(alone.certificates_sent, 1);
+
+  // The file with its issuer after the leaf: both go.
+  std::ofstream(paths.cert, std::ios::trunc) << pair.cert_pem << ca_a_.cert_pem();
+  auto with_issuer = TlsServerContext::Load(paths.cert.string(), paths.key.string());
+  ASSERT_TRUE(with_issuer.ok()) << with_issuer.status().message();
+  Handshake both = Connect(Ctx(**with_issuer), ca_a_.cert_pem(), kClusterA, kClusterA);
+  ASSERT_TRUE(both.ok) << both.client_error;
+  EXPECT_EQ(both.certificates_sent, 2);
 }
 
 TEST_F(TlsServerContextTest, AReloadAddsReplacesAndRemovesPairsForNewHandshakes) {
