@@ -137,6 +137,7 @@ awk -F'\t' 'NR > 1 { v[$2, $1] = $4; n = ($1 > n ? $1 : n) }
     for (r = 1; r <= n; r++) { s += d[r] } mean = s / n
     for (r = 1; r <= n; r++) { q += (d[r] - mean) ^ 2 } sd = n > 1 ? sqrt(q / (n - 1)) : 0
     printf "A ms CPU per call:%s\nB ms CPU per call:%s\n", sa, sb
-    printf "median A %.3f, median B %.3f: B/A %.3f (calls per CPU-second A over B: %.2f)\n", median(a, n), median(b, n), median(b, n) / median(a, n), median(b, n) / median(a, n)
+    ma = median(a, n); mb = median(b, n)
+    printf "median ms CPU per call: A %.3f, B %.3f; calls per CPU-second, A over B: %.2f\n", ma, mb, mb / ma
     printf "paired difference B-A per round: mean %+.1f %%, standard error %.1f %% (n=%d)\n", mean, sd / sqrt(n), n
   }' "$rounds_tsv" | tee "$out/summary.txt"
