@@ -74,7 +74,8 @@ if [[ -z ${SKIP_TSAN:-} ]]; then
     service_transport_events_test service_rollout_edit_test service_rollout_tools_test
     service_server_certificates_test service_certificate_folder_test service_report_test
     node_sketch_test service_cgroup_limits_test service_subscription_allow_list_test
-    service_operator_tools_test service_rollout_status_test)
+    service_operator_tools_test service_rollout_status_test service_attested_content_test
+    service_listen_socket_test)
   for f in tests/service/*_test.cc tests/service/*/*_test.cc; do
     f=$(basename "$f" .cc)
     [[ " ${single_threaded[*]} " == *" $f "* ]] || tsan_targets+=("$f")
