@@ -71,9 +71,10 @@ stack_imds_pki "$work/pki" ec
 pool=$work/tokens.txt
 stack_mint_pool "$mint" "$work/pki" $(((rounds * seconds + 2) * 2800)) "$pool"
 
-# start SIDE PORT CMD: the server, on its CPUs; sets pid_SIDE.
+declare -A port_of=([A]=$base [B]=$((base + 1))) pid_of=() cursor=([A]=0 [B]=0)
+# start SIDE CMD: the server, on its CPUs, on port_of[SIDE]; sets pid_of[SIDE].
 start() {
-  local side=$1 port=$2 cmd=$3 flags=()
+  local side=$1 cmd=$2 port=${port_of[$1]} flags
   flags=(--listen "127.0.0.1:$port" --tls-cert "$work/etc/lps.pem" --tls-key "$work/etc/lps.key"
     --components-dir "$work/etc/components" --attestation-roots "$work/pki/roots.pem")
   if [[ $cmd == go ]]; then
@@ -85,12 +86,11 @@ start() {
   read -ra words <<<"$cmd"
   taskset -c "$server_cpus" env "${words[@]}" "${flags[@]}" >"$work/$side.log" 2>&1 &
   pids+=($!)
-  printf -v "pid_$side" '%s' "$!"
+  pid_of[$side]=$!
   stack_wait_port "$port" "$work"
 }
-start A "$base" "$a"
-start B $((base + 1)) "$b"
-declare -A port_of=([A]=$base [B]=$((base + 1))) pid_of=([A]=$pid_A [B]=$pid_B) cursor=([A]=0 [B]=0)
+start A "$a"
+start B "$b"
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 tck=$(getconf CLK_TCK)
@@ -99,13 +99,12 @@ printf 'round\tside\tok\tms_cpu_per_call\n' >"$rounds_tsv"
 # run SIDE ROUND SECONDS: one round; appends to rounds.tsv unless ROUND is "warm".
 run() {
   local side=$1 r=$2 dur=$3 c0 c1 line ok bad used
-  sleep 1  # the other side's connections are gone
   c0=$(cpu_ticks "${pid_of[$side]}")
   line=$(taskset -c "$client_cpus" "$benchclient" boot --addr "127.0.0.1:${port_of[$side]}" \
     --server-name "$fqdn" --tokens-file "$pool" --skip "${cursor[$side]}" --parallel "$parallel" \
     --seconds "$dur" --expect "$config" 2>"$work/client-$side.err" | grep '^result ') ||
     die "side $side round $r: the load generator failed ($(head -3 "$work/client-$side.err"))"
-  sleep 0.5
+  stack_wait_closed "${port_of[$side]}"  # the other side then starts from nothing held
   c1=$(cpu_ticks "${pid_of[$side]}")
   ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$line")
   bad=$(sed -n 's/.* failed=\([0-9]*\).*/\1/p' <<<"$line")

@@ -60,6 +60,16 @@ stack_wait_port() {
   die "nothing listens on 127.0.0.1:$1 (see ${2:-the logs})"
 }
 
+# stack_wait_closed PORT: until the server on 127.0.0.1:PORT holds no connection but in
+# TIME-WAIT (its side of every connection closed, and so counted in its CPU time; 10 s).
+stack_wait_closed() {
+  for _ in $(seq 200); do
+    [[ -z $(ss -Htn state connected exclude time-wait "( sport = :$1 )") ]] && return 0
+    sleep 0.05
+  done
+  die "the server on 127.0.0.1:$1 still holds connections after 10 s"
+}
+
 # stack_ports_free FIRST LAST ENVVAR: refuses to start on ports someone else holds.
 stack_ports_free() {
   local p

@@ -6,18 +6,22 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "socket_util.h"
+
 namespace hotfix::service {
 namespace {
 
 using ::testing::HasSubstr;
 
+// Not net::ConnectTcp: it sets TCP_NODELAY on the dialer, whose socket must stay untouched here.
 UniqueFd Dial(uint16_t port) {
   UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in to{};
@@ -28,10 +32,9 @@ UniqueFd Dial(uint16_t port) {
   return fd;
 }
 
-// The next connection on a non-blocking listener, waiting for it as long as it takes to come.
+// The next connection on a non-blocking listener, once it has come.
 UniqueFd AcceptOne(int listener) {
-  pollfd p{listener, POLLIN, 0};
-  EXPECT_EQ(poll(&p, 1, -1), 1);
+  EXPECT_TRUE(testsupport::net::WaitReadable(listener, std::chrono::seconds(30)));
   return UniqueFd(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
 }
 
